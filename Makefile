@@ -36,6 +36,7 @@ SHARED_SRC    := $(sort $(wildcard shared/*.c))
 CUDA_HOST_SRC := $(sort $(wildcard backend/engine/cuda/*.c))
 KERNEL_SRC    := $(sort $(wildcard kernels/*.cu))
 TEST_SRC      := $(sort $(wildcard tests/unit/test_*.c))
+BENCH_SRC     := $(sort $(wildcard tests/bench/bench_*.c))
 
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BACKEND_SRC) $(SHARED_SRC))
 ifneq ($(HAVE_CUDA),)
@@ -46,6 +47,7 @@ LDLIBS  += -L$(CUDA_DIR)/lib64 -lcudart_static -lcublasLt -lcublas -ldl -lrt -ls
            -Wl,-rpath,$(CUDA_DIR)/lib64
 endif
 TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
+BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
 .PHONY: all help deps run test test-run asan bench fuzz webui clean
 all: $(BUILD)/g4 $(TEST_BIN)
@@ -104,6 +106,10 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libg4.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
 
+$(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libg4.a
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # --- run, test -----------------------------------------------------------------------------------------
@@ -130,8 +136,10 @@ asan:
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    $(MAKE) --no-print-directory BUILD=build-asan SAN=1 test-run
 
-bench: all
-	@G4=$(BUILD)/g4 sh tests/scripts/bench.sh
+# Every tests/bench/bench_*.c becomes a program that prints a table; `make bench` runs them all.
+bench: deps
+	@$(MAKE) --no-print-directory -j$(JOBS) all $(BENCH_BIN)
+	@for b in $(BENCH_BIN); do echo "== $$b"; G4=$(BUILD)/g4 G4_BUILD=$(BUILD) $$b || exit 1; done
 
 clean:
 	rm -rf build build-asan
