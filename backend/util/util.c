@@ -137,3 +137,49 @@ double util_now(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
+
+void sbuf_append(struct sbuf *b, const char *s, size_t n)
+{
+    if (b->n + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 64;
+        while (cap < b->n + n + 1) cap *= 2;
+        b->p = g4_realloc(b->p, cap);
+        b->cap = cap;
+    }
+    if (n) memcpy(b->p + b->n, s, n);
+    b->n += n;
+    b->p[b->n] = 0;
+}
+
+void sbuf_puts(struct sbuf *b, const char *s)
+{
+    sbuf_append(b, s, strlen(s));
+}
+
+void sbuf_printf(struct sbuf *b, const char *fmt, ...)
+{
+    va_list ap, ap2;
+    int n;
+    va_start(ap, fmt);
+    va_copy(ap2, ap);
+    n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    G4_CHECK(n >= 0, "bad format '%s'", fmt);
+    sbuf_append(b, "", 0);
+    if (b->n + (size_t)n + 1 > b->cap) {
+        size_t cap = b->cap;
+        while (cap < b->n + (size_t)n + 1) cap *= 2;
+        b->p = g4_realloc(b->p, cap);
+        b->cap = cap;
+    }
+    vsnprintf(b->p + b->n, (size_t)n + 1, fmt, ap2);
+    va_end(ap2);
+    b->n += (size_t)n;
+}
+
+void sbuf_free(struct sbuf *b)
+{
+    free(b->p);
+    b->p = NULL;
+    b->n = b->cap = 0;
+}

@@ -68,4 +68,14 @@ float f16_to_f32(uint16_t h);
 /* Monotonic seconds, for benchmarks and server timings (never in tests' assertions). */
 double util_now(void);
 
+/* A growable byte string, always NUL-terminated. Owner frees with sbuf_free. */
+struct sbuf {
+    char *p;    /* bytes, NUL-terminated (NULL until the first append) */
+    size_t n;   /* length in bytes, without the NUL */
+    size_t cap; /* allocated bytes */
+};
+void sbuf_append(struct sbuf *b, const char *s, size_t n);
+void sbuf_puts(struct sbuf *b, const char *s);
+void sbuf_printf(struct sbuf *b, const char *fmt, ...) G4_PRINTF(2, 3);
+void sbuf_free(struct sbuf *b);
 #endif
