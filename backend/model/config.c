@@ -714,12 +714,17 @@ int cfg_parse_json(const cJSON *root, const char *src, struct cfg_model *m, char
                        src, mt);
     }
     if (multimodal && check_tie(&c, root, tc, m)) return -1;
-    /* stop ids: the top-level eos_token_id (the -it checkpoints set [1, 106]) over text_config's */
+    /* stop ids: the top-level eos_token_id (the -it checkpoints set [1, 106]) over text_config's, as
+     * GenerationConfig.from_model_config takes them (a null top-level value falls back too) */
     memcpy(m->eos_ids, m->text.eos_ids, sizeof m->eos_ids);
     m->n_eos = m->text.n_eos;
-    if (multimodal && cJSON_GetObjectItemCaseSensitive(root, "eos_token_id") &&
+    if (multimodal && field(root, "eos_token_id") &&
         j_ids(&c, root, "eos_token_id", m->text.vocab, NULL, 0, m->eos_ids, &m->n_eos))
         return -1;
+    if (!m->dtype[0] && tc) {
+        if (j_str(&tcx, tc, "dtype", &dt) || (!dt && j_str(&tcx, tc, "torch_dtype", &dt))) return -1;
+        copy_str(m->dtype, sizeof m->dtype, dt);
+    }
     return 0;
 }
 

@@ -189,24 +189,31 @@ static int parse_entry(const char *path, const char *name, const cJSON *e, uint6
     return 0;
 }
 
-/* Sorts the tensors [first, s->n) by file offset (insertion sort on a permutation: files are small) and
- * checks that no two overlap. The index slots are moved along. 0 or -1 with err. */
+/* (offset, index) pairs sorted by offset, then index: the order tensors are iterated in. */
+struct by_offset {
+    uint64_t offset;
+    int index;
+};
+
+static int cmp_offset(const void *a, const void *b)
+{
+    const struct by_offset *x = a, *y = b;
+    if (x->offset != y->offset) return x->offset < y->offset ? -1 : 1;
+    return (x->index > y->index) - (x->index < y->index);
+}
+
+/* Sorts the tensors [first, s->n) by file offset and checks that no two overlap. The index slots are
+ * moved along. 0 or -1 with err. */
 static int sort_and_check_file(struct st_set *s, int first, const char *path, char *err)
 {
     int m = s->n - first;
     int *perm = g4_malloc((size_t)(m ? m : 1) * sizeof *perm);
+    struct by_offset *bo = g4_malloc((size_t)(m ? m : 1) * sizeof *bo);
     struct st_tensor *tmp = g4_malloc((size_t)(m ? m : 1) * sizeof *tmp);
     int rc = 0;
-    for (int i = 0; i < m; i++) perm[i] = first + i;
-    /* a merge sort would be O(m log m); headers are sorted by the writer already, so this is ~O(m) */
-    for (int i = 1; i < m; i++) {
-        int p = perm[i], j = i;
-        while (j > 0 && s->tensors[perm[j - 1]].file_offset > s->tensors[p].file_offset) {
-            perm[j] = perm[j - 1];
-            j--;
-        }
-        perm[j] = p;
-    }
+    for (int i = 0; i < m; i++) bo[i] = (struct by_offset){s->tensors[first + i].file_offset, first + i};
+    qsort(bo, (size_t)m, sizeof *bo, cmp_offset);
+    for (int i = 0; i < m; i++) perm[i] = bo[i].index;
     const struct st_tensor *prev = NULL;
     for (int i = 0; i < m; i++) {
         const struct st_tensor *t = &s->tensors[perm[i]];
@@ -227,6 +234,7 @@ static int sort_and_check_file(struct st_set *s, int first, const char *path, ch
     }
 free_perm:
     free(tmp);
+    free(bo);
     free(perm);
     return rc;
 }

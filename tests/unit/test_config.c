@@ -95,6 +95,12 @@ static void test_12b(void)
     EXPECT(M.n_eos == 2 && M.eos_ids[0] == 1 && M.eos_ids[1] == 106);
     EXPECT(t->n_eos == 1 && t->eos_ids[0] == 1);
     EXPECT(!M.quant_method[0]);
+    /* a null top-level eos_token_id falls back to text_config's */
+    j = fixture("gemma4-12b-it.json");
+    set(j, "eos_token_id", cJSON_CreateNull());
+    EXPECTF(parse(j, &M) == 0, "%s", err);
+    EXPECT(M.n_eos == 1 && M.eos_ids[0] == 1);
+    cJSON_Delete(j);
 }
 
 static void test_31b(void)

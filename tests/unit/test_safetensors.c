@@ -284,6 +284,16 @@ static void test_bad_entries(void)
                       "__metadata__", "format");
     expect_open_fails(put_st("meta2.safetensors", "{\"__metadata__\": [1]}", 0, 0), "meta2.safetensors",
                       "__metadata__ must be an object", NULL);
+    /* iteration follows data offsets, whatever order the header lists tensors in */
+    char e2[G4_ERR_MAX];
+    struct st_set *r = st_open(put_st("order.safetensors",
+                                      "{\"w.late\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [8, 16]},"
+                                      " \"w.early\": {\"dtype\": \"F32\", \"shape\": [2], \"data_offsets\": [0, 8]}}",
+                                      0, 16),
+                               e2);
+    EXPECTF(r && !strcmp(st_at(r, 0)->name, "w.early") && !strcmp(st_at(r, 1)->name, "w.late"), "%s", e2);
+    EXPECT(r && st_find(r, "w.late") == st_at(r, 1) && st_find(r, "w.early") == st_at(r, 0));
+    st_close(r);
     /* a zero-size tensor may sit anywhere, even at an occupied offset */
     char err[G4_ERR_MAX];
     struct st_set *s = st_open(put_st("zero.safetensors",
