@@ -113,20 +113,27 @@ static int emit_vision(const struct cfg_model *m, const struct emit *e)
         const struct cfg_vision_embedder *v = &m->vision.emb;
         int64_t P = v->patch_dim, E = v->mm_embed_dim;
         const char *V = "model.vision_embedder.";
-        if ((rc = put(e, -1, 0, 1, S1(P), "%spatch_ln1.weight", V)) || (rc = put(e, -1, 0, 1, S1(P), "%spatch_ln1.bias", V)) ||
+        if ((rc = put(e, -1, 0, 1, S1(P), "%spatch_ln1.weight", V)) ||
+            (rc = put(e, -1, 0, 1, S1(P), "%spatch_ln1.bias", V)) ||
             (rc = put(e, -1, 0, 2, S2(E, P), "%spatch_dense.weight", V)) ||
             (rc = put(e, -1, 0, 1, S1(E), "%spatch_dense.bias", V)) ||
-            (rc = put(e, -1, 0, 1, S1(E), "%spatch_ln2.weight", V)) || (rc = put(e, -1, 0, 1, S1(E), "%spatch_ln2.bias", V)) ||
+            (rc = put(e, -1, 0, 1, S1(E), "%spatch_ln2.weight", V)) ||
+            (rc = put(e, -1, 0, 1, S1(E), "%spatch_ln2.bias", V)) ||
             (rc = put(e, -1, 0, 3, S3(v->mm_posemb_size, 2, E), "%spos_embedding", V)) ||
-            (rc = put(e, -1, 0, 1, S1(E), "%spos_norm.weight", V)) || (rc = put(e, -1, 0, 1, S1(E), "%spos_norm.bias", V)) ||
+            (rc = put(e, -1, 0, 1, S1(E), "%spos_norm.weight", V)) ||
+            (rc = put(e, -1, 0, 1, S1(E), "%spos_norm.bias", V)) ||
             (rc = put(e, -1, 0, 2, S2(H, v->output_proj_dims), "model.embed_vision.embedding_projection.weight")))
             return rc;
     } else if (m->vision.kind == CFG_VISION_TOWER) {
         const struct cfg_vision_tower *v = &m->vision.tower;
-        int64_t vh = v->hidden, q = (int64_t)v->n_heads * v->head_dim, kv = (int64_t)v->n_kv_heads * v->head_dim;
+        int64_t vh = v->hidden, I = v->intermediate, D = v->head_dim;
+        int64_t q = (int64_t)v->n_heads * D, kv = (int64_t)v->n_kv_heads * D;
+        int64_t patch = (int64_t)v->patch_size * v->patch_size * 3;
         const char *T = "model.vision_tower.";
-        if ((rc = put(e, -1, 0, 2, S2(vh, (int64_t)v->patch_size * v->patch_size * 3), "%spatch_embedder.input_proj.weight", T)) ||
-            (rc = put(e, -1, 0, 3, S3(2, v->position_embedding_size, vh), "%spatch_embedder.position_embedding_table", T)))
+        char L[96]; /* "model.vision_tower.encoder.layers.N." */
+        if ((rc = put(e, -1, 0, 2, S2(vh, patch), "%spatch_embedder.input_proj.weight", T)) ||
+            (rc = put(e, -1, 0, 3, S3(2, v->position_embedding_size, vh), "%spatch_embedder.position_embedding_table",
+                      T)))
             return rc;
         if (v->standardize &&
             ((rc = put(e, -1, 0, 1, S1(vh), "%sstd_bias", T)) || (rc = put(e, -1, 0, 1, S1(vh), "%sstd_scale", T))))
@@ -134,17 +141,18 @@ static int emit_vision(const struct cfg_model *m, const struct emit *e)
         for (int i = 0; i < v->n_layers; i++) {
             static const char *const norms[4] = {"input_layernorm", "post_attention_layernorm",
                                                  "pre_feedforward_layernorm", "post_feedforward_layernorm"};
+            snprintf(L, sizeof L, "%sencoder.layers.%d.", T, i);
             for (int k = 0; k < 4; k++)
-                if ((rc = put(e, -1, 0, 1, S1(vh), "%sencoder.layers.%d.%s.weight", T, i, norms[k]))) return rc;
-            if ((rc = put(e, -1, 0, 2, S2(q, vh), "%sencoder.layers.%d.self_attn.q_proj.linear.weight", T, i)) ||
-                (rc = put(e, -1, 0, 2, S2(kv, vh), "%sencoder.layers.%d.self_attn.k_proj.linear.weight", T, i)) ||
-                (rc = put(e, -1, 0, 2, S2(kv, vh), "%sencoder.layers.%d.self_attn.v_proj.linear.weight", T, i)) ||
-                (rc = put(e, -1, 0, 2, S2(vh, q), "%sencoder.layers.%d.self_attn.o_proj.linear.weight", T, i)) ||
-                (rc = put(e, -1, 0, 1, S1(v->head_dim), "%sencoder.layers.%d.self_attn.q_norm.weight", T, i)) ||
-                (rc = put(e, -1, 0, 1, S1(v->head_dim), "%sencoder.layers.%d.self_attn.k_norm.weight", T, i)) ||
-                (rc = put(e, -1, 0, 2, S2(v->intermediate, vh), "%sencoder.layers.%d.mlp.gate_proj.linear.weight", T, i)) ||
-                (rc = put(e, -1, 0, 2, S2(v->intermediate, vh), "%sencoder.layers.%d.mlp.up_proj.linear.weight", T, i)) ||
-                (rc = put(e, -1, 0, 2, S2(vh, v->intermediate), "%sencoder.layers.%d.mlp.down_proj.linear.weight", T, i)))
+                if ((rc = put(e, -1, 0, 1, S1(vh), "%s%s.weight", L, norms[k]))) return rc;
+            if ((rc = put(e, -1, 0, 2, S2(q, vh), "%sself_attn.q_proj.linear.weight", L)) ||
+                (rc = put(e, -1, 0, 2, S2(kv, vh), "%sself_attn.k_proj.linear.weight", L)) ||
+                (rc = put(e, -1, 0, 2, S2(kv, vh), "%sself_attn.v_proj.linear.weight", L)) ||
+                (rc = put(e, -1, 0, 2, S2(vh, q), "%sself_attn.o_proj.linear.weight", L)) ||
+                (rc = put(e, -1, 0, 1, S1(D), "%sself_attn.q_norm.weight", L)) ||
+                (rc = put(e, -1, 0, 1, S1(D), "%sself_attn.k_norm.weight", L)) ||
+                (rc = put(e, -1, 0, 2, S2(I, vh), "%smlp.gate_proj.linear.weight", L)) ||
+                (rc = put(e, -1, 0, 2, S2(I, vh), "%smlp.up_proj.linear.weight", L)) ||
+                (rc = put(e, -1, 0, 2, S2(vh, I), "%smlp.down_proj.linear.weight", L)))
                 return rc;
         }
         if ((rc = put(e, -1, 0, 2, S2(H, vh), "model.embed_vision.embedding_projection.weight"))) return rc;

@@ -400,7 +400,8 @@ cJSON *cfg_tiny_json(const struct cfg_tiny *t, char *err)
 {
     if (tiny_check(t, err)) return NULL;
     cJSON *o = cJSON_CreateObject(), *v;
-    cJSON_AddItemToObject(o, "architectures", cJSON_CreateStringArray((const char *[]){"Gemma4UnifiedForConditionalGeneration"}, 1));
+    const char *arch[1] = {"Gemma4UnifiedForConditionalGeneration"};
+    cJSON_AddItemToObject(o, "architectures", cJSON_CreateStringArray(arch, 1));
     if (t->audio_embed_dim > 0) {
         cJSON *a = cJSON_AddObjectToObject(o, "audio_config");
         add_base_keys(a);

@@ -105,6 +105,14 @@ static void test_12b_list(void)
     EXPECT(has_shape("model.embed_audio.embedding_projection.weight", 2, 3840, 640, 0));
     EXPECT(spec("model.embed_audio.embedding_projection.weight")->optional);
     EXPECT(spec("lm_head.weight") == NULL && count_with("v_proj") == 40);
+    /* spec §3.1: the real header holds 23.92 GB of BF16 */
+    double bytes = 0;
+    for (int i = 0; i < n_specs; i++) {
+        double b = 2;
+        for (int d = 0; d < specs[i].ndim; d++) b *= (double)specs[i].shape[d];
+        bytes += b;
+    }
+    EXPECTF(bytes >= 23.915e9 && bytes < 23.925e9, "%.0f bytes", bytes);
 }
 
 /* Spec §3.2: 50 x 14 + 10 x 13 + 2 = 832 text tensors; the tower 2 + 2 + 27 x 13 and embed_vision. */
