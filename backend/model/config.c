@@ -163,6 +163,23 @@ static int j_token(const struct jctx *c, const cJSON *o, const char *key, int vo
     return j_int(c, o, key, 0, vocab - 1, def, out);
 }
 
+/* A token id g4 does not use (audio, video): an id outside the vocabulary is recorded as absent (-1), as
+ * transformers only warns about it; a wrong type is still an error. */
+static int j_token_unused(const struct jctx *c, const cJSON *o, const char *key, int vocab, int def, int *out)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (v && cJSON_IsNumber(v) && v->valuedouble == (double)(long long)v->valuedouble &&
+        (v->valuedouble < 0 || v->valuedouble >= vocab)) {
+        *out = -1;
+        return 0;
+    }
+    if (!v && (def < 0 || def >= vocab)) {
+        *out = -1;
+        return 0;
+    }
+    return j_token(c, o, key, vocab, def, out);
+}
+
 static void copy_str(char *dst, size_t cap, const char *s)
 {
     snprintf(dst, cap, "%s", s ? s : "");
@@ -587,14 +604,14 @@ static int parse_mm_top(const struct jctx *c, const cJSON *root, struct cfg_mode
     if (j_token(c, root, "image_token_id", V, 258880, &m->image_token_id) ||
         j_token(c, root, "boi_token_id", V, 255999, &m->boi_token_id) ||
         j_token(c, root, "eoi_token_id", V, 258882, &m->eoi_token_id) ||
-        j_token(c, root, "video_token_id", V, 258884, &m->video_token_id) ||
-        j_token(c, root, "audio_token_id", V, 258881, &m->audio_token_id) ||
-        j_token(c, root, "boa_token_id", V, 256000, &m->boa_token_id))
+        j_token_unused(c, root, "video_token_id", V, 258884, &m->video_token_id) ||
+        j_token_unused(c, root, "audio_token_id", V, 258881, &m->audio_token_id) ||
+        j_token_unused(c, root, "boa_token_id", V, 256000, &m->boa_token_id))
         return -1;
     const char *eoa_key = cJSON_GetObjectItemCaseSensitive(root, "eoa_token_index") || !field(root, "eoa_token_id")
                               ? "eoa_token_index"
                               : "eoa_token_id";
-    return j_token(c, root, eoa_key, V, 258883, &m->eoa_token_id);
+    return j_token_unused(c, root, eoa_key, V, 258883, &m->eoa_token_id);
 }
 
 static int check_tie(const struct jctx *c, const cJSON *root, const cJSON *tc, struct cfg_model *m)
