@@ -65,13 +65,15 @@ help:
 # --- dependencies --------------------------------------------------------------------------------------
 APT_PKGS := build-essential pkg-config ca-certificates curl git \
             libwebsockets-dev libcjson-dev libpng-dev libwebp-dev libjpeg62-turbo-dev zlib1g-dev \
-            emscripten binaryen wabt dpkg-dev nodejs npm \
+            emscripten binaryen wabt dpkg-dev \
             chromium chromium-driver imagemagick webp libjpeg-turbo-progs clang libclang-rt-14-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 deps:
 	@missing=$$(for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | \
 	    grep -q '^install ok installed' || echo $$p; done); \
+	command -v node >/dev/null || missing="$$missing nodejs"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	if [ -n "$$missing" ]; then \
 	    echo "deps: installing $$missing"; \
 	    $(SUDO) apt-get update -q && \

@@ -6,7 +6,14 @@
 #include "cmd/cmd.h"
 
 static const struct cmd_spec commands[] = {
-    {"help", NULL, "", "this list"},
+    {"info", cmd_info, "--model DIR", "print a JSON summary of a checkpoint"},
+    {"tokenize", cmd_tokenize, "--model DIR [--bos] [TEXT]  (stdin when TEXT is absent)", "print token ids as JSON"},
+    {"detokenize", cmd_detokenize, "--model DIR [--skip-special] ID...", "print the text of token ids"},
+    {"render", cmd_render,
+     "--model DIR --messages FILE.json [--thinking] [--image-tokens N] [--no-generation-prompt]",
+     "render a conversation in Gemma 4's chat format: prompt text and ids as JSON"},
+    {"make-tiny-model", cmd_make_tiny_model, "DIR [--seed N] [--tokenizer-from TOKENIZER.json]",
+     "write a small random-weight Gemma 4 unified checkpoint"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-
+#include "model/tokenizer.h"
 #include "util/util.h"
 
 struct g4_model *model_load(const char *dir, unsigned flags, char *err)
@@ -21,7 +21,7 @@ struct g4_model *model_load(const char *dir, unsigned flags, char *err)
     if (cfg_gen_load(dir, &m->cfg, &m->gen, err)) goto fail;
     if (!(m->weights = st_open(dir, err))) goto fail;
     if ((flags & MODEL_CHECK_TENSORS) && cfg_check_tensors(&m->cfg, m->weights, CFG_CHECK_ALL, NULL, err)) goto fail;
-    if (flags & MODEL_LOAD_TOKENIZER) { g4_errf(err, "tokenizer not yet built"); goto fail; }
+    if ((flags & MODEL_LOAD_TOKENIZER) && !(m->tok = tok_load_dir(dir, err))) goto fail;
     return m;
 fail:
     model_free(m);
@@ -32,6 +32,6 @@ void model_free(struct g4_model *m)
 {
     if (!m) return;
     if (m->weights) st_close(m->weights);
-
+    if (m->tok) tok_free(m->tok);
     free(m);
 }

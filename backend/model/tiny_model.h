@@ -1,0 +1,12 @@
+/* tiny_model — the embedded demo model writer (`g4 make-tiny-model`, `make run`). */
+#ifndef G4_TINY_MODEL_H
+#define G4_TINY_MODEL_H
+
+#include <stdint.h>
+
+/* Writes a small random-weight gemma4_unified checkpoint into dir (created if absent): config.json,
+ * generation_config.json, model.safetensors (bf16, deterministic for seed), and tokenizer.json +
+ * tokenizer_config.json built from the Gemma tokenizer.json at tokenizer_src. 0, or -1 with err. */
+int tiny_model_write(const char *dir, uint64_t seed, const char *tokenizer_src, char *err);
+
+#endif
