@@ -12,6 +12,14 @@ static const struct cmd_spec commands[] = {
     {"render", cmd_render,
      "--model DIR --messages FILE.json [--thinking] [--image-tokens N] [--no-generation-prompt]",
      "render a conversation in Gemma 4's chat format: prompt text and ids as JSON"},
+    {"logits", cmd_logits,
+     "--model DIR --ids 2,105,... [--image FILE]... [--max-soft-tokens N] [--device cpu|cuda] [--image-mask sliding|all] "
+     "[--chunk N] --out FILE",
+     "write float32 logits (T, V) of every prompt position"},
+    {"generate", cmd_generate,
+     "--model DIR (--prompt TEXT | --ids ... | --messages FILE.json) [--image FILE]... [--max-tokens N] "
+     "[--temperature T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--stop STR]... [--device cpu|cuda] [--json]",
+     "stream a reply (or, with --json, print its token ids)"},
     {"make-tiny-model", cmd_make_tiny_model, "DIR [--seed N] [--tokenizer-from TOKENIZER.json]",
      "write a small random-weight Gemma 4 unified checkpoint"},
 };
