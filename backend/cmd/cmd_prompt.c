@@ -127,7 +127,14 @@ int prompt_build(const struct prompt_args *a, const struct g4_model *m, struct p
 {
     memset(p, 0, sizeof *p);
     if (a->n_images) return g4_errf(err, "--image: image input is not wired into this command yet");
-    if (a->ids) return parse_ids(a->ids, p, err);
+    if (a->ids) {
+        if (parse_ids(a->ids, p, err)) return -1;
+        for (int i = 0; i < p->n; i++)
+            if (p->ids[i] >= m->cfg.text.vocab)
+                return g4_errf(err, "--ids: token id %d at position %d is outside the vocabulary of %d", p->ids[i], i,
+                               m->cfg.text.vocab);
+        return 0;
+    }
     {
         struct chat_conv conv = {0};
         struct chat_opts opts = {a->thinking, 1};
