@@ -41,7 +41,7 @@ BENCH_SRC     := $(sort $(wildcard tests/bench/bench_*.c))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BACKEND_SRC) $(SHARED_SRC))
 ifneq ($(HAVE_CUDA),)
 CFLAGS  += -DG4_HAVE_CUDA=1
-CUDA_CFLAGS := -I$(CUDA_DIR)/include
+CUDA_CFLAGS := -I$(CUDA_DIR)/include -Ikernels
 LIB_OBJ += $(patsubst %.c,$(BUILD)/obj/%.o,$(CUDA_HOST_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(KERNEL_SRC))
 LDLIBS  += -L$(CUDA_DIR)/lib64 -lcudart_static -lcublasLt -lcublas -ldl -lrt -lstdc++ \
            -Wl,-rpath,$(CUDA_DIR)/lib64

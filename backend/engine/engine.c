@@ -28,7 +28,7 @@ struct engine *engine_create(const struct g4_model *model, const struct engine_o
     if (opts->device == ENGINE_CPU) {
         be = &engine_cpu_backend;
     } else {
-#ifdef G4_CUDA_ENGINE
+#ifdef G4_HAVE_CUDA
         be = &engine_cuda_backend;
 #else
         g4_errf(err, "engine: this g4 has no CUDA engine (built without nvcc, or before the CUDA path landed); use --device cpu");

@@ -20,7 +20,7 @@ struct engine_backend {
 };
 
 extern const struct engine_backend engine_cpu_backend;
-#ifdef G4_CUDA_ENGINE
+#ifdef G4_HAVE_CUDA
 extern const struct engine_backend engine_cuda_backend;
 #endif
 
