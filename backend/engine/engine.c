@@ -155,6 +155,14 @@ int engine_embed_image(struct engine *e, const uint8_t *patches, const int32_t *
     return e->be->embed_image(e->impl, patches, positions, n, out, err);
 }
 
+int32_t engine_embedding_id(const struct g4_model *m, int32_t tok)
+{
+    const struct cfg_model *c = &m->cfg;
+    if (tok == c->image_token_id || tok == c->video_token_id || tok == c->audio_token_id)
+        return c->text.pad_id >= 0 ? c->text.pad_id : 0;
+    return tok;
+}
+
 const struct g4_model *engine_model(const struct engine *e)
 {
     return e->model;

@@ -84,6 +84,11 @@ int engine_step(struct engine *e, const struct engine_item *items, int n_items, 
 int engine_embed_image(struct engine *e, const uint8_t *patches, const int32_t *positions, int n, float *out,
                        char *err);
 
+/* The embedding-table row a text row of token `tok` reads: the multimodal placeholder ids (image, video,
+ * audio) read the pad row, as transformers does when no features replace them (a generated <|image|> fed back
+ * as text, or a placeholder with no image). Both backends use this. */
+int32_t engine_embedding_id(const struct g4_model *m, int32_t tok);
+
 /* The model this engine runs. */
 const struct g4_model *engine_model(const struct engine *e);
 

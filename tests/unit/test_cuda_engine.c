@@ -65,7 +65,7 @@ static float *prompt_logits(struct g4_model *m, enum engine_device dev, const in
 /* The prompt fed one row per step while two other streams decode beside it in the same steps. */
 static float *crowded_logits(struct g4_model *m, const int32_t *ids, int T)
 {
-    struct engine_opts o = {ENGINE_CUDA, 4, T + 32, 0, ENGINE_IMAGE_MASK_SLIDING_ONLY};
+    struct engine_opts o = {ENGINE_CUDA, 4, 4 * T, 0, ENGINE_IMAGE_MASK_SLIDING_ONLY};
     char err[G4_ERR_MAX];
     struct engine *e = engine_create(m, &o, err);
     int V = m->cfg.text.vocab, s0, s1, s2;

@@ -177,7 +177,7 @@ void cpu_forward_item(struct cpu_engine *e, const struct engine_item *it, int po
             memcpy(x, it->image_rows + (size_t)img++ * H, (size_t)H * sizeof *x); /* spliced unscaled */
             continue;
         }
-        const uint16_t *row = e->embed + (size_t)it->tokens[i] * H;
+        const uint16_t *row = e->embed + (size_t)engine_embedding_id(e->model, it->tokens[i]) * H;
         for (int d = 0; d < H; d++) x[d] = bf16_to_f32(row[d]) * e->embed_scale;
     }
     for (int li = 0; li < e->L; li++) layer_forward(e, li, it, pos0, mask);

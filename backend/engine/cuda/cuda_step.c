@@ -28,7 +28,7 @@ static int stage_rows(struct cuda_engine *e, const struct engine_item *items, in
             m->base = R;
             m->block = block;
             m->item_end = R + it->n;
-            e->h_tokens[R + j] = it->tokens[j];
+            e->h_tokens[R + j] = engine_embedding_id(e->model, it->tokens[j]);
             e->h_image_index[R + j] = block >= 0 ? img++ : -1;
         }
         R += it->n;
