@@ -20,6 +20,8 @@ static const struct cmd_spec commands[] = {
      "--model DIR (--prompt TEXT | --ids ... | --messages FILE.json) [--image FILE]... [--max-tokens N] "
      "[--temperature T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--stop STR]... [--device cpu|cuda] [--json]",
      "stream a reply (or, with --json, print its token ids)"},
+    {"bench", cmd_bench, "--model DIR [--shape 12b|31b] [--device cpu|cuda] [--max-prefill N]",
+     "engine speed table: decode by streams and context, windows, prefill, first token, memory"},
     {"make-tiny-model", cmd_make_tiny_model, "DIR [--seed N] [--tokenizer-from TOKENIZER.json]",
      "write a small random-weight Gemma 4 unified checkpoint"},
 };

@@ -94,6 +94,24 @@ void engine_stream_truncate(struct engine *e, int stream, int n)
     if (n == 0) e->be->stream_reset(e->impl, stream);
 }
 
+void engine_stream_skip(struct engine *e, int stream, int n)
+{
+    int len = engine_stream_length(e, stream);
+    G4_CHECK(n >= 0 && len + n <= e->opts.max_context, "skip %d past the context of %d", n, e->opts.max_context);
+    e->length[stream] = len + n;
+}
+
+void engine_memory(const struct engine *e, struct engine_memory *out)
+{
+    memset(out, 0, sizeof *out);
+    e->be->memory(e->impl, out);
+}
+
+double engine_copy_rate(struct engine *e)
+{
+    return e->be->copy_rate(e->impl);
+}
+
 /* Checks one item against the stream table and the model; -1 with err naming the item and the limit. */
 static int check_item(const struct engine *e, const struct engine_item *it, int index, const int *seen, char *err)
 {

@@ -75,6 +75,20 @@ int engine_stream_length(const struct engine *e, int stream);
  * past its sliding window): how rejected draft rows are dropped. */
 void engine_stream_truncate(struct engine *e, int stream, int n);
 
+/* Benchmarks only: treats positions [length, length + n) as present, with whatever the cache holds there,
+ * so decode at a long context can be timed without prefilling it. Results after this are meaningless. */
+void engine_stream_skip(struct engine *e, int stream, int n);
+
+/* Device memory the engine holds: weights, KV caches of one stream, scratch (bytes). */
+struct engine_memory {
+    size_t weights, kv_per_stream, scratch;
+};
+void engine_memory(const struct engine *e, struct engine_memory *out);
+
+/* Measures the device's memory copy rate (bytes read + written per second over a large copy): the
+ * denominator of the decode bandwidth floor. */
+double engine_copy_rate(struct engine *e);
+
 /* Runs one step. Returns 0, or -1 with err when an item is invalid (a client-caused condition the caller
  * should have caught: context full, wrong position, bad token id); the step then did nothing. */
 int engine_step(struct engine *e, const struct engine_item *items, int n_items, char *err);

@@ -245,6 +245,46 @@ static int cuda_embed_image(void *impl, const uint8_t *patches, const int32_t *p
     return cuda_vision_embed(impl, patches, positions, n, out, err);
 }
 
+static void cuda_memory(void *impl, struct engine_memory *out)
+{
+    const struct cuda_engine *e = impl;
+    out->weights = e->weight_bytes;
+    out->kv_per_stream = e->kv_bytes / (size_t)e->opts.max_streams;
+    out->scratch = e->scratch_bytes;
+}
+
+/* Median of 5 device-to-device copies of 2 GiB (after one warm-up), bytes read + written per second. */
+static double cuda_copy_rate(void *impl)
+{
+    size_t n = (size_t)2 << 30;
+    void *a = NULL, *b = NULL;
+    double t[5];
+    (void)impl;
+    if (cudaMalloc(&a, n) != cudaSuccess) return 0;
+    if (cudaMalloc(&b, n) != cudaSuccess) {
+        cudaFree(a);
+        return 0;
+    }
+    CUDA_CHECK(cudaMemset(a, 1, n));
+    CUDA_CHECK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    for (int i = 0; i < 5; i++) {
+        double t0 = util_now();
+        CUDA_CHECK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
+        CUDA_CHECK(cudaDeviceSynchronize());
+        t[i] = util_now() - t0;
+    }
+    cudaFree(a);
+    cudaFree(b);
+    for (int i = 1; i < 5; i++)
+        for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
+            double x = t[j];
+            t[j] = t[j - 1];
+            t[j - 1] = x;
+        }
+    return 2.0 * n / t[2];
+}
+
 const struct engine_backend engine_cuda_backend = {
     .name = "cuda",
     .create = cuda_create,
@@ -252,4 +292,6 @@ const struct engine_backend engine_cuda_backend = {
     .stream_reset = cuda_stream_reset,
     .step = cuda_step,
     .embed_image = cuda_embed_image,
+    .memory = cuda_memory,
+    .copy_rate = cuda_copy_rate,
 };
