@@ -4,9 +4,11 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_image.h"
 
 static const struct cmd_spec commands[] = {
     {"help", NULL, "", "this list"},
+    {"patches", cmd_patches, "--image FILE [--max-soft-tokens N] --out FILE.u8", "an image through Gemma 4's processor: (N, 6912) patch rows + JSON"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
