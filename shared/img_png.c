@@ -52,6 +52,13 @@ static void png_on_warning(png_structp png, png_const_charp msg)
 
 int img_decode_png(const uint8_t *data, size_t len, struct img_rgb *out, char *err)
 {
+    /* The size from IHDR (always the first chunk), checked before libpng reads further. */
+    if (len >= 24 && !memcmp(data + 12, "IHDR", 4)) {
+        const unsigned long long w0 = (unsigned long long)data[16] << 24 | data[17] << 16 | data[18] << 8 | data[19];
+        const unsigned long long h0 = (unsigned long long)data[20] << 24 | data[21] << 16 | data[22] << 8 | data[23];
+        int lim = img_check_dims("png", (long long)w0, (long long)h0, err);
+        if (lim != IMG_OK) return lim;
+    }
     struct png_src src = {data, len, 0, {0}};
     png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &src, png_on_error, png_on_warning);
     if (!png) return img_fail(err, IMG_E_NOMEM, "png: out of memory");
