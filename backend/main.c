@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_image.h"
 
 static const struct cmd_spec commands[] = {
     {"info", cmd_info, "--model DIR", "print a JSON summary of a checkpoint"},
@@ -20,6 +21,8 @@ static const struct cmd_spec commands[] = {
      "--model DIR (--prompt TEXT | --ids ... | --messages FILE.json) [--image FILE]... [--max-tokens N] "
      "[--temperature T] [--top-k K] [--top-p P] [--min-p M] [--seed S] [--stop STR]... [--device cpu|cuda] [--json]",
      "stream a reply (or, with --json, print its token ids)"},
+    {"patches", cmd_patches, "--image FILE [--max-soft-tokens N] --out FILE.u8",
+     "an image through Gemma 4's processor: (N, 6912) patch rows + JSON"},
     {"bench", cmd_bench, "--model DIR [--shape 12b|31b] [--device cpu|cuda] [--max-prefill N]",
      "engine speed table: decode by streams and context, windows, prefill, first token, memory"},
     {"make-tiny-model", cmd_make_tiny_model, "DIR [--seed N] [--tokenizer-from TOKENIZER.json]",
