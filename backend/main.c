@@ -25,8 +25,8 @@ static const struct cmd_spec commands[] = {
      "an image through Gemma 4's processor: (N, 6912) patch rows + JSON"},
     {"bench", cmd_bench, "--model DIR [--shape 12b|31b] [--device cpu|cuda] [--max-prefill N]",
      "engine speed table: decode by streams and context, windows, prefill, first token, memory"},
-    {"make-tiny-model", cmd_make_tiny_model, "DIR [--seed N] [--tokenizer-from TOKENIZER.json]",
-     "write a small random-weight Gemma 4 unified checkpoint"},
+    {"make-tiny-model", cmd_make_tiny_model, "DIR [--seed N] [--tokenizer-from TOKENIZER.json] [--shape 12b|31b]",
+     "write a small random-weight Gemma 4 unified checkpoint (or, with --shape, random weights of a real shape)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 

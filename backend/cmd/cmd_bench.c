@@ -96,7 +96,7 @@ int cmd_bench(int argc, char **argv)
     char err[G4_ERR_MAX];
     struct g4_model *m;
     struct engine *e;
-    struct engine_opts o = {ENGINE_CUDA, 64, 8192 + ENGINE_MAX_WINDOW, 0, ENGINE_IMAGE_MASK_SLIDING_ONLY};
+    struct engine_opts o = {ENGINE_CUDA, 64, 8192 + ENGINE_MAX_WINDOW, 0, ENGINE_IMAGE_MASK_SLIDING_ONLY, ENGINE_FP32};
     struct engine_memory mem;
     double rate, matrix_bytes = 0;
     static const int streams[] = {1, 4, 16, 64}, contexts[] = {1024, 8192}, windows[] = {2, 4, 8, 16},

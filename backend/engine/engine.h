@@ -38,12 +38,18 @@ enum engine_device { ENGINE_CPU, ENGINE_CUDA };
  *   cache. */
 enum engine_image_mask { ENGINE_IMAGE_MASK_SLIDING_ONLY, ENGINE_IMAGE_MASK_ALL_LAYERS };
 
+/* CPU only: ENGINE_CPU_BF16_ACTIVATIONS rounds, as the CUDA path does, every matrix product's input and the
+ * cached keys and values to bf16 (fp32 elsewhere). It measures what bf16 activations cost a network, and gives
+ * the CUDA path a reference that differs from it only by summation order. */
+enum engine_precision { ENGINE_FP32, ENGINE_CPU_BF16_ACTIVATIONS };
+
 struct engine_opts {
     enum engine_device device;
     int max_streams;   /* streams that can hold KV state at once */
     int max_context;   /* positions per stream (prompt + generated) */
     int n_threads;     /* CPU worker threads; 0 = one per core */
     enum engine_image_mask image_mask;
+    enum engine_precision precision; /* zero (ENGINE_FP32) unless asked */
 };
 
 /* One item of a step: rows [pos0, pos0 + n) of stream `stream`. pos0 must equal the stream's length

@@ -30,7 +30,7 @@ static double median(double *v, int n)
 /* Seconds to prefill T tokens (median of reps), and to decode D tokens after a short prompt. */
 static void measure(struct g4_model *m, int threads, int T, int D, double *prefill_s, double *decode_s)
 {
-    struct engine_opts o = {ENGINE_CPU, 1, T + D + 8, threads, ENGINE_IMAGE_MASK_SLIDING_ONLY};
+    struct engine_opts o = {ENGINE_CPU, 1, T + D + 8, threads, ENGINE_IMAGE_MASK_SLIDING_ONLY, ENGINE_FP32};
     char err[G4_ERR_MAX];
     struct engine *e = engine_create(m, &o, err);
     int32_t *ids = g4_malloc((size_t)(T + D) * sizeof *ids);

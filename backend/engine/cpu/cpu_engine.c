@@ -48,6 +48,7 @@ static void *cpu_create(const struct g4_model *m, const struct engine_opts *opts
     size_t T = ENGINE_MAX_CHUNK;
     e->model = m;
     e->opts = *opts;
+    e->bf16_act = opts->precision == ENGINE_CPU_BF16_ACTIVATIONS;
     if (cpu_weights_load(e, err)) goto fail;
     for (int l = 0; l < e->L; l++)
         kv_bytes += 2ull * e->layers[l].cache_rows * e->layers[l].c->kv_dim * sizeof(float);
