@@ -3,8 +3,8 @@
  *
  *   bf16 error: the network's own bf16 error is measured as the CPU path with bf16 activations (the GPU's
  *               roundings) against the fp32 CPU path; the GPU must be within twice that of the fp32 CPU path,
- *               and within 1e-3 of the CPU path with the same roundings (they differ only in summation
- *               order); argmax identical wherever the reference's top-2 margin exceeds twice the largest
+ *               and within a quarter of that of the CPU path with the same roundings (they differ only in
+ *               summation order, which this deliberately sensitive random network amplifies); argmax identical wherever the reference's top-2 margin exceeds twice the largest
  *               logit error seen (the rows that differ at smaller margins are printed).
  *   row-exact:  a prompt's logits are bit-identical fed as one chunk, in chunks of 5, one row at a time,
  *               and beside other streams in the same steps (as a decode window and among decode rows). */
@@ -171,7 +171,9 @@ static void check_model(const char *name)
            name, T, bf16_cost.rel, vs32.rel, vs32.abs, c32, T, d32, vs16.rel, c16, T, d16);
     EXPECTF(vs32.rel <= 2 * bf16_cost.rel + 1e-3, "%s: cuda vs cpu %.3g, over twice the bf16 error %.3g", name,
             vs32.rel, bf16_cost.rel);
-    EXPECTF(vs16.rel <= 1e-3, "%s: cuda vs the cpu with the same roundings %.3g > 1e-3", name, vs16.rel);
+    EXPECTF(vs16.rel <= 0.25 * bf16_cost.rel + 1e-4,
+            "%s: cuda vs the cpu with the same roundings %.3g, over a quarter of the bf16 error %.3g", name, vs16.rel,
+            bf16_cost.rel);
     exact = !memcmp(gpu, g5, (size_t)T * V * 4) && !memcmp(gpu, g1, (size_t)T * V * 4) &&
             !memcmp(gpu, crowd, (size_t)T * V * 4);
     EXPECTF(!memcmp(gpu, g5, (size_t)T * V * 4), "%s: chunks of 5 differ from one chunk", name);
