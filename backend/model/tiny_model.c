@@ -97,8 +97,12 @@ static int fill_tensor(const struct cfg_tensor_spec *spec, void *vctx)
     if (c->fast && numel <= 4096) {
         /* real shapes: norms near 1 and unit layer scalars, so that activations keep realistic scales */
         for (int64_t i = 0; i < numel; i++) {
+            /* q/k norms near 1/4: attention has no 1/sqrt(D) scale, so unit norms would make every softmax
+             * one-hot and the network chaotic (bf16 rounding would then decide every token) */
+            int qk = strstr(spec->name, "q_norm") || strstr(spec->name, "k_norm");
             float v = ends_with(spec->name, "layer_scalar") ? 1.0f
                       : ends_with(spec->name, ".bias")      ? (float)(0.02 * rng_normal(&c->rng))
+                      : qk                                  ? (float)(0.2 + 0.1 * rng_uniform(&c->rng))
                                                             : (float)(0.9 + 0.2 * rng_uniform(&c->rng));
             data[i] = f32_to_bf16(v);
         }
