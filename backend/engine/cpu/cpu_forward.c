@@ -176,6 +176,18 @@ static void layer_forward(struct cpu_engine *e, int li, const struct engine_item
 
 /* ---- the item ---------------------------------------------------------------------------------------- */
 
+struct softcap_job {
+    float *logits;
+    float cap;
+};
+
+/* logits = cap * tanh(logits / cap), elements [begin, end). */
+static void softcap_range(void *ctx, int begin, int end)
+{
+    const struct softcap_job *j = ctx;
+    for (int k = begin; k < end; k++) j->logits[k] = j->cap * tanhf(j->logits[k] / j->cap);
+}
+
 void cpu_forward_item(struct cpu_engine *e, const struct engine_item *it, int pos0, enum engine_image_mask mask)
 {
     int H = e->H, n = it->n, img = 0;
@@ -194,7 +206,8 @@ void cpu_forward_item(struct cpu_engine *e, const struct engine_item *it, int po
         cpu_rmsnorm(e->x + (size_t)i * H, H, e->final_norm, e->rms_eps, e->a + (size_t)(i - it->logits_from) * H);
     if (e->bf16_act) cpu_round_bf16(e->a, (size_t)(n - it->logits_from) * H);
     cpu_matmul_bf16(e->pool, e->a, n - it->logits_from, H, e->embed, e->V, NULL, it->logits);
-    if (e->has_softcap)
-        for (size_t k = 0; k < (size_t)(n - it->logits_from) * e->V; k++)
-            it->logits[k] = e->softcap * tanhf(it->logits[k] / e->softcap);
+    for (int r = 0; e->has_softcap && r < n - it->logits_from; r++) {
+        struct softcap_job sj = {it->logits + (size_t)r * e->V, e->softcap};
+        pool_run(e->pool, softcap_range, &sj, e->V);
+    }
 }
