@@ -18,17 +18,6 @@
 
 #define BENCH_STEPS 16
 
-static double median(double *v, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    return v[n / 2];
-}
-
 /* Bytes of bf16 keys and values one stream's decode row reads at context C. */
 static double kv_bytes_at(const struct cfg_model *c, int C)
 {
@@ -67,7 +56,7 @@ static double time_decode(struct engine *e, int streams, int ctx, int window, in
     for (int s = 0; s < streams; s++) engine_stream_close(e, it[s].stream);
     free(it);
     free(logits);
-    return median(t, BENCH_STEPS);
+    return util_median(t, BENCH_STEPS);
 }
 
 /* Seconds to prefill T tokens in one stream (chunks of ENGINE_CHUNK_ROWS), logits of the last row only. */

@@ -131,6 +131,17 @@ float f16_to_f32(uint16_t h)
     return v.f;
 }
 
+double util_median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v[n / 2];
+}
+
 double util_now(void)
 {
     struct timespec ts;

@@ -65,6 +65,9 @@ static inline uint16_t f32_to_bf16(float f)
 /* IEEE half -> float32 (exact). */
 float f16_to_f32(uint16_t h);
 
+/* The median of n values (sorts v in place). For benchmarks. */
+double util_median(double *v, int n);
+
 /* Monotonic seconds, for benchmarks and server timings (never in tests' assertions). */
 double util_now(void);
 

