@@ -32,6 +32,11 @@ struct kern_row {
 void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
                     kern_stream s);
 
+/* The same product for decode steps (M <= 64), bandwidth-bound: weights streamed through a cp.async
+ * pipeline. Each element is the same mma chain as kern_gemm_bf16's, so results are bit-identical. */
+void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
+                      kern_stream s);
+
 /* Row-wise RMSNorm of x (rows, n) fp32 with weight w (n) fp32 (NULL: no weight); writes y32 (fp32) and/or
  * y16 (bf16) when not NULL. */
 void kern_rmsnorm(const float *x, const float *w, float eps, int rows, int n, float *y32, uint16_t *y16,

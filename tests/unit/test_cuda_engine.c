@@ -181,6 +181,21 @@ static void check_model(const char *name)
     EXPECTF(!memcmp(gpu, crowd, (size_t)T * V * 4), "%s: rows beside other streams differ", name);
     printf("  %-7s row-exact: one chunk = chunks of 5 = single rows = rows beside other streams: %s\n", name,
            exact ? "bit-identical" : "DIFFER");
+    {
+        /* a prompt longer than the decode kernel's 64 rows: the tiled prompt kernel against the decode kernel */
+        int T2 = 150;
+        int32_t *ids2 = g4_malloc((size_t)T2 * sizeof *ids2);
+        float *whole, *rows;
+        for (int i = 0; i < T2; i++) ids2[i] = ids[i % T];
+        whole = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids2, T2, ENGINE_CHUNK_ROWS);
+        rows = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids2, T2, 3);
+        EXPECTF(!memcmp(whole, rows, (size_t)T2 * V * 4), "%s: 150 rows in one chunk differ from chunks of 3", name);
+        printf("  %-7s row-exact across kernels: 150 rows in one chunk (tiled GEMM) = chunks of 3 (decode GEMM): %s\n",
+               name, !memcmp(whole, rows, (size_t)T2 * V * 4) ? "bit-identical" : "DIFFER");
+        free(whole);
+        free(rows);
+        free(ids2);
+    }
     free(cpu);
     free(cpu16);
     free(gpu);

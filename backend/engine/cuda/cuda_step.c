@@ -8,6 +8,14 @@
 #include "model/model.h"
 #include "util/util.h"
 
+/* y (M, N) = x (M, K) · wᵀ: the decode kernel for few rows, the tiled kernel for prompt chunks; both compute
+ * every element with the same mma chain, so the choice never changes a result. */
+static void gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K, kern_stream s)
+{
+    if (M <= 64) kern_gemm_skinny(x, w, bias, y, M, N, K, s);
+    else kern_gemm_bf16(x, w, bias, y, M, N, K, s);
+}
+
 /* Fills the host row table and uploads it with the tokens and the image rows. Returns the row count. */
 static int stage_rows(struct cuda_engine *e, const struct engine_item *items, int n_items, const int *lengths)
 {
@@ -47,21 +55,21 @@ static void layer_forward(struct cuda_engine *e, const struct cuda_layer *l, int
     kern_stream s = e->stream;
     int mask_all = e->opts.image_mask == ENGINE_IMAGE_MASK_ALL_LAYERS;
     kern_rmsnorm(e->x, l->in_norm, e->rms_eps, R, H, NULL, e->xn, s);
-    kern_gemm_bf16(e->xn, l->wq, NULL, e->q, R, c->q_dim, H, s);
-    kern_gemm_bf16(e->xn, l->wk, NULL, e->k_raw, R, c->kv_dim, H, s);
-    if (l->wv) kern_gemm_bf16(e->xn, l->wv, NULL, e->v_raw, R, c->kv_dim, H, s);
+    gemm(e->xn, l->wq, NULL, e->q, R, c->q_dim, H, s);
+    gemm(e->xn, l->wk, NULL, e->k_raw, R, c->kv_dim, H, s);
+    if (l->wv) gemm(e->xn, l->wv, NULL, e->v_raw, R, c->kv_dim, H, s);
     kern_qkv_prep(e->q, e->k_raw, l->wv ? e->v_raw : e->k_raw, l->q_norm, l->k_norm, l->inv_freq, e->meta, e->rms_eps, R,
                   c->n_heads, c->n_kv_heads, c->head_dim, e->k_new, e->v_new, s);
     kern_attention(e->q, e->k_new, e->v_new, l->cache_k, l->cache_v, e->meta, R, c->n_heads, c->n_kv_heads,
                    c->head_dim, l->cap, c->is_full, c->window, mask_all, e->o, s);
     kern_kv_store(e->k_new, e->v_new, e->meta, R, c->kv_dim, l->cap, l->cache_k, l->cache_v, s);
-    kern_gemm_bf16(e->o, l->wo, NULL, e->t, R, H, c->q_dim, s);
+    gemm(e->o, l->wo, NULL, e->t, R, H, c->q_dim, s);
     kern_residual_norm_add(e->x, e->t, l->post_attn_norm, e->rms_eps, 1.0f, R, H, s);
     kern_rmsnorm(e->x, l->pre_ff_norm, e->rms_eps, R, H, NULL, e->xn, s);
-    kern_gemm_bf16(e->xn, l->w_gate, NULL, e->gate, R, I, H, s);
-    kern_gemm_bf16(e->xn, l->w_up, NULL, e->up, R, I, H, s);
+    gemm(e->xn, l->w_gate, NULL, e->gate, R, I, H, s);
+    gemm(e->xn, l->w_up, NULL, e->up, R, I, H, s);
     kern_geglu(e->gate, e->up, (long)R * I, e->h, s);
-    kern_gemm_bf16(e->h, l->w_down, NULL, e->t, R, H, I, s);
+    gemm(e->h, l->w_down, NULL, e->t, R, H, I, s);
     kern_residual_norm_add(e->x, e->t, l->post_ff_norm, e->rms_eps, l->scalar, R, H, s);
 }
 
@@ -71,7 +79,7 @@ static void item_logits(struct cuda_engine *e, const struct engine_item *it, int
     for (int r = it->logits_from; r < it->n; r += CUDA_LOGIT_ROWS) {
         int n = it->n - r < CUDA_LOGIT_ROWS ? it->n - r : CUDA_LOGIT_ROWS;
         kern_rmsnorm(e->x + (size_t)(base + r) * e->H, e->final_norm, e->rms_eps, n, e->H, NULL, e->xn, e->stream);
-        kern_gemm_bf16(e->xn, e->embed, NULL, e->logits, n, e->V, e->H, e->stream);
+        gemm(e->xn, e->embed, NULL, e->logits, n, e->V, e->H, e->stream);
         if (e->has_softcap) kern_softcap(e->logits, (long)n * e->V, e->softcap, e->stream);
         CUDA_CHECK(cudaMemcpyAsync(it->logits + (size_t)(r - it->logits_from) * e->V, e->logits,
                                    (size_t)n * e->V * sizeof(float), cudaMemcpyDeviceToHost, e->stream));
