@@ -14,7 +14,7 @@ MODEL     ?= demo-model
 PORT      ?= 8080
 JOBS      ?= 2
 
-PKGS      := libwebsockets libcjson libpng libwebp
+PKGS      := libwebsockets libcjson libpng libwebp libwebpdemux
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -ljpeg -lz
 

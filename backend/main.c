@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cmd/cmd.h"
+#include "cmd/cmd_image.h"
 
 static const struct cmd_spec commands[] = {
     {"info", cmd_info, "--model DIR", "print a JSON summary of a checkpoint"},
@@ -22,6 +23,7 @@ static const struct cmd_spec commands[] = {
      "stream a reply (or, with --json, print its token ids)"},
     {"make-tiny-model", cmd_make_tiny_model, "DIR [--seed N] [--tokenizer-from TOKENIZER.json]",
      "write a small random-weight Gemma 4 unified checkpoint"},
+    {"patches", cmd_patches, "--image FILE [--max-soft-tokens N] --out FILE.u8", "an image through Gemma 4's processor: (N, 6912) patch rows + JSON"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
