@@ -150,12 +150,13 @@ static int key_equal(const char *a, const char *b)
 int srv_key_ok(struct srv *s, struct lws *wsi, int allow_query)
 {
     char auth[512] = "", arg[512] = "";
+    const char *v;
     if (!s->o.api_key) return 1;
     if (lws_hdr_total_length(wsi, WSI_TOKEN_HTTP_AUTHORIZATION) > 0 &&
         lws_hdr_copy(wsi, auth, sizeof auth, WSI_TOKEN_HTTP_AUTHORIZATION) > 0 && !strncasecmp(auth, "Bearer ", 7) &&
         key_equal(auth + 7, s->o.api_key))
         return 1;
-    if (allow_query && lws_get_urlarg_by_name(wsi, "key=", arg, sizeof arg) && key_equal(arg, s->o.api_key))
+    if (allow_query && (v = lws_get_urlarg_by_name(wsi, "key=", arg, sizeof arg)) && key_equal(v, s->o.api_key))
         return 1;
     return 0;
 }
