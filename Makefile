@@ -41,7 +41,7 @@ BENCH_SRC     := $(sort $(wildcard tests/bench/bench_*.c))
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BACKEND_SRC) $(SHARED_SRC))
 ifneq ($(HAVE_CUDA),)
 CFLAGS  += -DG4_HAVE_CUDA=1
-CUDA_CFLAGS := -I$(CUDA_DIR)/include
+CUDA_CFLAGS := -I$(CUDA_DIR)/include -Ikernels
 LIB_OBJ += $(patsubst %.c,$(BUILD)/obj/%.o,$(CUDA_HOST_SRC)) $(patsubst %.cu,$(BUILD)/obj/%.o,$(KERNEL_SRC))
 LDLIBS  += -L$(CUDA_DIR)/lib64 -lcudart_static -lcublasLt -lcublas -ldl -lrt -lstdc++ \
            -Wl,-rpath,$(CUDA_DIR)/lib64
@@ -50,7 +50,8 @@ TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
 
 .PHONY: all help deps run test test-run asan bench fuzz webui clean
-all: $(BUILD)/g4 $(TEST_BIN)
+HAVE_EMCC := $(shell command -v $(EMCC) 2>/dev/null)
+all: $(BUILD)/g4 $(TEST_BIN) $(if $(HAVE_EMCC),webui)
 
 help:
 	@echo "make deps     install everything (apt by package name, npm test clients); idempotent"
@@ -59,6 +60,8 @@ help:
 	@echo "make test     deps + build + every test; last line 'N passed, N failed'"
 	@echo "make asan     the tests again under AddressSanitizer + UBSan (build-asan/)"
 	@echo "make bench    benchmarks that print tables (figures go to docs/perf.md)"
+	@echo "make webui    the wasm image module build/web/g4img.{js,wasm} (part of all when emcc exists)"
+	@echo "make fuzz     libFuzzer runs of the image decoder and frame decoder (FUZZ_SECONDS=300 each)"
 	@echo "make clean    remove build folders"
 	@echo "variables:    CC=$(CC) NVCC=$(NVCC) CUDA_ARCH=$(CUDA_ARCH) EMCC=$(EMCC) BUILD=$(BUILD)"
 
@@ -142,6 +145,14 @@ asan:
 bench: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do echo "== $$b"; G4=$(BUILD)/g4 G4_BUILD=$(BUILD) $$b || exit 1; done
+
+# The web client's image module (shared/ + Emscripten-built image libraries, cached in .wasm-deps/).
+webui:
+	@sh webui/build-wasm.sh $(BUILD)/web
+
+# libFuzzer targets for the image pipeline and the frame decoder, FUZZ_SECONDS per target (ASan + UBSan).
+fuzz:
+	@sh tests/fuzz/run.sh $(or $(FUZZ_SECONDS),300) $(BUILD)/fuzz
 
 clean:
 	rm -rf build build-asan

@@ -48,7 +48,7 @@ int cmd_logits(int argc, char **argv)
     if (!(m = model_load(pa.model, MODEL_CHECK_TENSORS, err))) goto fail;
     if (prompt_build(&pa, m, &pr, err)) goto fail;
     {
-        struct engine_opts o = {pa.device, 1, pr.n, 0, pa.image_mask};
+        struct engine_opts o = {pa.device, 1, pr.n, 0, pa.image_mask, ENGINE_FP32};
         size_t bytes = (size_t)pr.n * m->cfg.text.vocab * sizeof *logits;
         if (!(e = engine_create(m, &o, err))) goto fail;
         logits = g4_malloc(bytes);
@@ -177,7 +177,7 @@ int cmd_generate(int argc, char **argv)
     if (samp_params_validate(&p, m->cfg.text.vocab, err)) goto fail;
     if (prompt_build(&pa, m, &pr, err)) goto fail;
     {
-        struct engine_opts o = {pa.device, 1, pr.n + p.max_tokens, 0, pa.image_mask};
+        struct engine_opts o = {pa.device, 1, pr.n + p.max_tokens, 0, pa.image_mask, ENGINE_FP32};
         if (!(e = engine_create(m, &o, err))) goto fail;
     }
     ws = samp_ws_create(m->cfg.text.vocab);

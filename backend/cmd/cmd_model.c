@@ -257,7 +257,7 @@ done:
 
 int cmd_make_tiny_model(int argc, char **argv)
 {
-    const char *dir = NULL, *src = DEFAULT_TOKENIZER_SRC;
+    const char *dir = NULL, *src = DEFAULT_TOKENIZER_SRC, *shape = NULL;
     long seed = 1;
     char err[G4_ERR_MAX];
     for (int i = 0; i < argc; i++) {
@@ -265,6 +265,8 @@ int cmd_make_tiny_model(int argc, char **argv)
             if (cmd_parse_int("make-tiny-model", "--seed", argv[++i], 0, 0x7fffffffL, &seed)) return 2;
         } else if (!strcmp(argv[i], "--tokenizer-from") && i + 1 < argc) {
             src = argv[++i];
+        } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
+            shape = argv[++i];
         } else if (argv[i][0] != '-' && !dir) {
             dir = argv[i];
         } else {
@@ -272,7 +274,8 @@ int cmd_make_tiny_model(int argc, char **argv)
         }
     }
     if (!dir) return cmd_usage_error("make-tiny-model", "the output directory is required");
-    if (tiny_model_write(dir, (uint64_t)seed, src, err)) {
+    if (shape ? tiny_model_write_shape(dir, shape, (uint64_t)seed, NULL, err)
+              : tiny_model_write(dir, (uint64_t)seed, src, err)) {
         fprintf(stderr, "g4 make-tiny-model: %s\n", err);
         return 1;
     }

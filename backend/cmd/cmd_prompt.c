@@ -9,6 +9,7 @@
 #include <cJSON.h>
 
 #include "cmd/cmd.h"
+#include "img.h"
 #include "model/chat.h"
 #include "model/tokenizer.h"
 #include "util/util.h"
@@ -123,10 +124,63 @@ static int load_conversation(const struct prompt_args *a, struct chat_conv *conv
     }
 }
 
+/* Decodes, resizes and patches every --image file into p->images (the buffers go to p->owned). */
+static int load_images(const struct prompt_args *a, struct prompt *p, char *err)
+{
+    for (int i = 0; i < a->n_images; i++) {
+        struct img_patches ip = {0};
+        size_t len;
+        char *bytes = util_read_file(a->images[i], IMG_MAX_INPUT_BYTES, &len, err);
+        char ierr[G4_ERR_MAX];
+        if (!bytes) return -1;
+        if (img_process((const uint8_t *)bytes, len, a->max_soft_tokens, &ip, ierr)) {
+            free(bytes);
+            return g4_errf(err, "%s: %s", a->images[i], ierr);
+        }
+        free(bytes);
+        p->images[i].patches = ip.rows;
+        p->images[i].positions = ip.pos;
+        p->images[i].n = ip.n;
+        p->owned[2 * i] = ip.rows;
+        p->owned[2 * i + 1] = ip.pos;
+        p->n_images++;
+    }
+    return 0;
+}
+
+/* Gives the conversation's image parts their soft-token counts from the loaded images, in order; with
+ * --prompt the images come first in the user turn. */
+static int attach_images(struct chat_conv *conv, const struct prompt *p, int from_prompt, char *err)
+{
+    int k = 0;
+    if (from_prompt && p->n_images) {
+        struct chat_message *msg = &conv->msgs[0];
+        struct chat_part *parts = g4_calloc((size_t)(msg->n_parts + p->n_images), sizeof *parts);
+        for (int i = 0; i < p->n_images; i++) parts[i].kind = CHAT_PART_IMAGE;
+        memcpy(parts + p->n_images, msg->parts, (size_t)msg->n_parts * sizeof *parts);
+        free(msg->parts);
+        msg->parts = parts;
+        msg->n_parts += p->n_images;
+    }
+    for (int i = 0; i < conv->n_msgs; i++)
+        for (int j = 0; j < conv->msgs[i].n_parts; j++) {
+            struct chat_part *part = &conv->msgs[i].parts[j];
+            if (part->kind != CHAT_PART_IMAGE) continue;
+            if (k >= p->n_images)
+                return g4_errf(err, "the messages have more image parts than the %d --image file(s)", p->n_images);
+            part->image_tokens = p->images[k++].n;
+        }
+    if (k != p->n_images)
+        return g4_errf(err, "%d --image file(s) but the messages have %d image part(s)", p->n_images, k);
+    return 0;
+}
+
 int prompt_build(const struct prompt_args *a, const struct g4_model *m, struct prompt *p, char *err)
 {
     memset(p, 0, sizeof *p);
-    if (a->n_images) return g4_errf(err, "--image: image input is not wired into this command yet");
+    if (a->n_images && m->cfg.vision.kind != CFG_VISION_EMBEDDER)
+        return g4_errf(err, "--image: this model (%s) has no image embedder g4 can run", m->cfg.model_type);
+    if (load_images(a, p, err)) return -1;
     if (a->ids) {
         if (parse_ids(a->ids, p, err)) return -1;
         for (int i = 0; i < p->n; i++)
@@ -143,6 +197,7 @@ int prompt_build(const struct prompt_args *a, const struct g4_model *m, struct p
         int rc = -1;
         if (!m->tok) return g4_errf(err, "%s has no tokenizer.json; give --ids", m->dir);
         if (load_conversation(a, &conv, err)) goto done;
+        if (attach_images(&conv, p, a->prompt != NULL, err)) goto done;
         if (chat_render(&conv, &opts, &text, err)) goto done;
         if (tok_encode(m->tok, text.p, text.n, 0, &ids, err)) goto done;
         p->ids = ids.ids;

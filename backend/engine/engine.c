@@ -28,7 +28,7 @@ struct engine *engine_create(const struct g4_model *model, const struct engine_o
     if (opts->device == ENGINE_CPU) {
         be = &engine_cpu_backend;
     } else {
-#ifdef G4_CUDA_ENGINE
+#ifdef G4_HAVE_CUDA
         be = &engine_cuda_backend;
 #else
         g4_errf(err, "engine: this g4 has no CUDA engine (built without nvcc, or before the CUDA path landed); use --device cpu");
@@ -94,6 +94,24 @@ void engine_stream_truncate(struct engine *e, int stream, int n)
     if (n == 0) e->be->stream_reset(e->impl, stream);
 }
 
+void engine_stream_skip(struct engine *e, int stream, int n)
+{
+    int len = engine_stream_length(e, stream);
+    G4_CHECK(n >= 0 && len + n <= e->opts.max_context, "skip %d past the context of %d", n, e->opts.max_context);
+    e->length[stream] = len + n;
+}
+
+void engine_memory(const struct engine *e, struct engine_memory *out)
+{
+    memset(out, 0, sizeof *out);
+    e->be->memory(e->impl, out);
+}
+
+double engine_copy_rate(struct engine *e)
+{
+    return e->be->copy_rate(e->impl);
+}
+
 /* Checks one item against the stream table and the model; -1 with err naming the item and the limit. */
 static int check_item(const struct engine *e, const struct engine_item *it, int index, const int *seen, char *err)
 {
@@ -153,6 +171,14 @@ int engine_embed_image(struct engine *e, const uint8_t *patches, const int32_t *
         return g4_errf(err, "this model (%s) has no image embedder g4 can run", e->model->cfg.model_type);
     if (n < 1) return g4_errf(err, "an image needs at least one patch");
     return e->be->embed_image(e->impl, patches, positions, n, out, err);
+}
+
+int32_t engine_embedding_id(const struct g4_model *m, int32_t tok)
+{
+    const struct cfg_model *c = &m->cfg;
+    if (tok == c->image_token_id || tok == c->video_token_id || tok == c->audio_token_id)
+        return c->text.pad_id >= 0 ? c->text.pad_id : 0;
+    return tok;
 }
 
 const struct g4_model *engine_model(const struct engine *e)

@@ -38,12 +38,18 @@ enum engine_device { ENGINE_CPU, ENGINE_CUDA };
  *   cache. */
 enum engine_image_mask { ENGINE_IMAGE_MASK_SLIDING_ONLY, ENGINE_IMAGE_MASK_ALL_LAYERS };
 
+/* CPU only: ENGINE_CPU_BF16_ACTIVATIONS rounds, as the CUDA path does, every matrix product's input and the
+ * cached keys and values to bf16 (fp32 elsewhere). It measures what bf16 activations cost a network, and gives
+ * the CUDA path a reference that differs from it only by summation order. */
+enum engine_precision { ENGINE_FP32, ENGINE_CPU_BF16_ACTIVATIONS };
+
 struct engine_opts {
     enum engine_device device;
     int max_streams;   /* streams that can hold KV state at once */
     int max_context;   /* positions per stream (prompt + generated) */
     int n_threads;     /* CPU worker threads; 0 = one per core */
     enum engine_image_mask image_mask;
+    enum engine_precision precision; /* zero (ENGINE_FP32) unless asked */
 };
 
 /* One item of a step: rows [pos0, pos0 + n) of stream `stream`. pos0 must equal the stream's length
@@ -75,6 +81,20 @@ int engine_stream_length(const struct engine *e, int stream);
  * past its sliding window): how rejected draft rows are dropped. */
 void engine_stream_truncate(struct engine *e, int stream, int n);
 
+/* Benchmarks only: treats positions [length, length + n) as present, with whatever the cache holds there,
+ * so decode at a long context can be timed without prefilling it. Results after this are meaningless. */
+void engine_stream_skip(struct engine *e, int stream, int n);
+
+/* Device memory the engine holds: weights, KV caches of one stream, scratch (bytes). */
+struct engine_memory {
+    size_t weights, kv_per_stream, scratch;
+};
+void engine_memory(const struct engine *e, struct engine_memory *out);
+
+/* Measures the device's memory copy rate (bytes read + written per second over a large copy): the
+ * denominator of the decode bandwidth floor. */
+double engine_copy_rate(struct engine *e);
+
 /* Runs one step. Returns 0, or -1 with err when an item is invalid (a client-caused condition the caller
  * should have caught: context full, wrong position, bad token id); the step then did nothing. */
 int engine_step(struct engine *e, const struct engine_item *items, int n_items, char *err);
@@ -83,6 +103,11 @@ int engine_step(struct engine *e, const struct engine_item *items, int n_items, 
  * writes (n, H) float rows to out. Returns 0, or -1 with err (no vision embedder, position past the table). */
 int engine_embed_image(struct engine *e, const uint8_t *patches, const int32_t *positions, int n, float *out,
                        char *err);
+
+/* The embedding-table row a text row of token `tok` reads: the multimodal placeholder ids (image, video,
+ * audio) read the pad row, as transformers does when no features replace them (a generated <|image|> fed back
+ * as text, or a placeholder with no image). Both backends use this. */
+int32_t engine_embedding_id(const struct g4_model *m, int32_t tok);
 
 /* The model this engine runs. */
 const struct g4_model *engine_model(const struct engine *e);

@@ -17,10 +17,12 @@ struct engine_backend {
     /* Runs validated items; lengths[] holds each stream's length before the step. Bugs abort. */
     void (*step)(void *impl, const struct engine_item *items, int n_items, const int *lengths);
     int (*embed_image)(void *impl, const uint8_t *patches, const int32_t *positions, int n, float *out, char *err);
+    void (*memory)(void *impl, struct engine_memory *out);
+    double (*copy_rate)(void *impl);
 };
 
 extern const struct engine_backend engine_cpu_backend;
-#ifdef G4_CUDA_ENGINE
+#ifdef G4_HAVE_CUDA
 extern const struct engine_backend engine_cuda_backend;
 #endif
 

@@ -45,6 +45,7 @@ static double rng_normal(struct rng *r)
 
 struct fill_ctx {
     struct rng rng;
+    int fast;    /* 1: uniform values from raw bits (real shapes: billions of values) */
     struct st_write_tensor *t;
     void **data;
     int n, cap;
@@ -93,34 +94,44 @@ static int fill_tensor(const struct cfg_tensor_spec *spec, void *vctx)
         numel *= spec->shape[d];
     }
     data = g4_malloc((size_t)numel * sizeof *data);
-    for (int64_t i = 0; i < numel; i++)
-        data[i] = f32_to_bf16(init_value(&c->rng, spec->name, spec->ndim ? spec->shape[spec->ndim - 1] : 1));
+    if (c->fast && numel > 4096) {
+        /* uniform in ±sqrt(3/fan_in) (the variance of the normal init), from 16 random bits per value */
+        float scale = (float)(sqrt(3.0 / (double)spec->shape[spec->ndim - 1]) / 32768.0);
+        for (int64_t i = 0; i < numel; i += 4) {
+            uint64_t r = rng_next(&c->rng);
+            for (int k = 0; k < 4 && i + k < numel; k++)
+                data[i + k] = f32_to_bf16(((float)(int16_t)(r >> (16 * k)) + 0.5f) * scale);
+        }
+    } else {
+        for (int64_t i = 0; i < numel; i++)
+            data[i] = f32_to_bf16(init_value(&c->rng, spec->name, spec->ndim ? spec->shape[spec->ndim - 1] : 1));
+    }
     t->data = data;
     c->data[c->n++] = data;
     return 0;
 }
 
-int tiny_model_write(const char *dir, uint64_t seed, const char *tokenizer_src, char *err)
+/* Writes the checkpoint for the config tiny (see tiny_model_write). */
+static int write_checkpoint(const char *dir, const struct cfg_tiny *tiny, uint64_t seed, int fast,
+                            const char *tokenizer_src, char *err)
 {
     char path[1200];
-    struct cfg_tiny tiny;
     struct cfg_model *cfg = g4_calloc(1, sizeof *cfg);
-    struct fill_ctx fc = {.rng = {seed * 0x2545f4914f6cdd1dull + 1}};
+    struct fill_ctx fc = {.rng = {seed * 0x2545f4914f6cdd1dull + 1}, .fast = fast};
     cJSON *gen = NULL;
     int rc = -1;
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         g4_errf(err, "%s: cannot create: %s", dir, strerror(errno));
         goto done;
     }
-    cfg_tiny_defaults(&tiny);
-    if (util_path_join(path, sizeof path, dir, "config.json") || cfg_write_tiny(path, &tiny, err)) goto done;
+    if (util_path_join(path, sizeof path, dir, "config.json") || cfg_write_tiny(path, tiny, err)) goto done;
     if (cfg_load(path, cfg, err)) goto done;
     if (cfg_for_each_tensor(cfg, CFG_CHECK_ALL, fill_tensor, &fc)) goto done;
     if (util_path_join(path, sizeof path, dir, "model.safetensors") || st_write(path, fc.t, fc.n, NULL, err))
         goto done;
     gen = cfg_tiny_generation_json();
     if (util_path_join(path, sizeof path, dir, "generation_config.json") || cfg_write_json(path, gen, err)) goto done;
-    if (tok_build_gemma4(tokenizer_src, dir, err)) goto done;
+    if (tokenizer_src && tok_build_gemma4(tokenizer_src, dir, err)) goto done;
     rc = 0;
 done:
     for (int i = 0; i < fc.n; i++) {
@@ -132,4 +143,33 @@ done:
     cJSON_Delete(gen);
     free(cfg);
     return rc;
+}
+
+int tiny_model_write(const char *dir, uint64_t seed, const char *tokenizer_src, char *err)
+{
+    struct cfg_tiny tiny;
+    cfg_tiny_defaults(&tiny);
+    return write_checkpoint(dir, &tiny, seed, 0, tokenizer_src, err);
+}
+
+int tiny_model_write_shape(const char *dir, const char *shape, uint64_t seed, const char *tokenizer_src, char *err)
+{
+    struct cfg_tiny t;
+    cfg_tiny_defaults(&t);
+    t.full_every = 6;
+    t.sliding_window = 1024;
+    t.head_dim = 256;
+    t.global_head_dim = 512;
+    t.mm_posemb_size = 1120;
+    if (!strcmp(shape, "12b")) {
+        t.hidden = 3840, t.intermediate = 15360, t.n_layers = 48, t.n_heads = 16, t.n_kv_heads = 8;
+        t.n_global_kv_heads = 1;
+    } else if (!strcmp(shape, "31b")) {
+        t.hidden = 5376, t.intermediate = 21504, t.n_layers = 60, t.n_heads = 32, t.n_kv_heads = 16;
+        t.n_global_kv_heads = 4;
+    } else {
+        return g4_errf(err, "unknown shape '%s' (12b, 31b)", shape);
+    }
+    t.mm_embed_dim = t.hidden;
+    return write_checkpoint(dir, &t, seed, 1, tokenizer_src, err);
 }

@@ -9,4 +9,9 @@
  * tokenizer_config.json built from the Gemma tokenizer.json at tokenizer_src. 0, or -1 with err. */
 int tiny_model_write(const char *dir, uint64_t seed, const char *tokenizer_src, char *err);
 
+/* Random weights of a real shape for speed measurements ("12b": Gemma 4 12B unified; "31b": the 31B text
+ * decoder's dimensions in the unified layout): same files, no tokenizer when tokenizer_src is NULL. Values
+ * are uniform random bf16 (cheap to make at 12 billion), never zeros. 0, or -1 with err (unknown shape). */
+int tiny_model_write_shape(const char *dir, const char *shape, uint64_t seed, const char *tokenizer_src, char *err);
+
 #endif

@@ -18,7 +18,8 @@
  *     chat format's file).
  * The 33 MB input is scanned (tokenizer_util.c), not parsed whole: cJSON edits only the vocab object and the
  * added tokens, the 514,906 merges are copied as text. Peak memory is the mapped input plus a cJSON tree of
- * the vocabulary (~40 MB). The result is loaded back and checked before the function returns. */
+ * the vocabulary (~40 MB). The result is loaded back and checked before the function returns. It never
+ * touches any vocabulary entry outside the control-token slots, nor the merges. */
 #include "model/tokenizer_impl.h"
 
 #include <cJSON.h>

@@ -116,6 +116,7 @@ struct tok_added {
 };
 
 #define TOK_NO_PIECE UINT32_MAX
+#define TOK_JUNCTION_BITS (1u << 21) /* 256 KiB; a false positive only means a missed cut (see encode) */
 #define TOK_CP_PAGES 0x1100 /* (U+10FFFF + 1) / 256 */
 
 struct tok {
@@ -136,6 +137,8 @@ struct tok {
     uint32_t vmask;
 
     struct tok_u64map merges;         /* (left << 32 | right) -> a = rank, b = merged id */
+    uint64_t *junction;               /* (TOK_JUNCTION_BITS / 64) bit set of (last char of left, first char of
+                                         right) over all merges: where a merge can ever join two characters */
     int32_t byte_id[256];             /* id of "<0xNN>", -1 when absent */
     int32_t *cp_page[TOK_CP_PAGES];   /* code point -> id of its one-character piece; pages of 256, NULL */
     int32_t unk_id;                   /* -1 when model.unk_token is null */
@@ -169,6 +172,13 @@ struct tok {
 
 /* The string of id as decode sees it (added content, else vocabulary piece); NULL if none. */
 const char *tok_piece_len(const struct tok *t, int32_t id, size_t *len);
+
+/* The junction bit of the character pair (a, b). */
+static inline uint32_t tok_junction_bit(uint32_t a, uint32_t b)
+{
+    uint64_t h = ((uint64_t)a << 32 | b) * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(h >> 43); /* 21 bits */
+}
 
 /* BPE vocabulary lookup of s[0..n): id or -1. */
 int32_t tok_vocab_get(const struct tok *t, const char *s, size_t n);

@@ -233,6 +233,7 @@ static int read_merges(struct tok *t, struct tj *j)
     size_t rank = 0;
     char *err = j->err;
     u64map_init(&t->merges, (size_t)t->n_ids * 2); /* the table grows if there are more */
+    t->junction = g4_calloc(TOK_JUNCTION_BITS / 64, sizeof *t->junction);
     if (tj_open(j, '[')) {
         g4_errf(err, "%s: model.merges is not an array", t->name);
         goto free_bufs;
@@ -273,6 +274,15 @@ static int read_merges(struct tok *t, struct tj *j)
         s->a = (uint32_t)rank;
         s->b = merged;
         rank++;
+        /* the junction: last character of left, first of right (a now holds left + right) */
+        size_t split = a.n - b.n, last = split ? split - 1 : 0;
+        while (last > 0 && ((unsigned char)a.p[last] & 0xC0) == 0x80) last--;
+        const unsigned char *u = (const unsigned char *)a.p;
+        int l1 = split ? utf8_valid_len(u + last, split - last) : 0, l2 = utf8_valid_len(u + split, b.n);
+        if (l1 && l2) {
+            uint32_t bit = tok_junction_bit(utf8_cp(u + last, l1), utf8_cp(u + split, l2));
+            t->junction[bit >> 6] |= 1ull << (bit & 63);
+        }
     }
     if (r == 0) rc = 0;
 free_bufs:
@@ -710,6 +720,7 @@ void tok_free(struct tok *t)
     free(t->piece_len);
     tok_table_free(t->vslot, ((size_t)t->vmask + 1) * sizeof *t->vslot);
     u64map_free(&t->merges);
+    free(t->junction);
     for (int i = 0; i < TOK_CP_PAGES; i++) free(t->cp_page[i]);
     free(t->added);
     free(t->added_of);

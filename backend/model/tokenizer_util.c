@@ -4,8 +4,8 @@
  * The scanner exists because Gemma's tokenizer.json is 33 MB: a cJSON tree of it takes ~0.7 s and ~200 MB
  * on the build machine, while the loader only needs to walk the vocab object and the merges array once.
  * Everything small (added_tokens, normalizer, decoder, ...) is still parsed with cJSON from the spans this
- * scanner finds. It never allocates except into the caller's tok_buf, and never trusts a length it has
- * not checked against the end of the text. */
+ * scanner finds. The scanner never allocates except into the caller's tok_buf and never reads past the end
+ * of its text; nothing in this file knows what a tokenizer is. */
 #include "model/tokenizer_impl.h"
 
 #include <stdio.h>

@@ -305,7 +305,10 @@ def mk_jpeg(d, name, w, h, seed, quality=90, progressive=False, subsampling=2, m
     if mode == "L":
         img = img.convert("L")
     elif mode == "CMYK":
-        img = img.convert("CMYK")
+        # real ink values with black (PIL's own RGB -> CMYK conversion always gives K = 0)
+        a = natural(w, h, seed)
+        k = natural(w, h, seed + 500)[..., 1] // 2
+        img = Image.fromarray(np.dstack([255 - a, k]).astype(np.uint8), "CMYK")
     kw = dict(quality=quality, progressive=progressive, optimize=progressive)
     if mode == "RGB":
         kw["subsampling"] = subsampling

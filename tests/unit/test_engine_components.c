@@ -30,7 +30,7 @@ static struct g4_model *load(void)
 /* Logits (T, V) of ids on model m (a fresh engine; one chunk). */
 static float *logits_of(struct g4_model *m, const int32_t *ids, int T)
 {
-    struct engine_opts o = {ENGINE_CPU, 1, T, 1, ENGINE_IMAGE_MASK_SLIDING_ONLY};
+    struct engine_opts o = {ENGINE_CPU, 1, T, 1, ENGINE_IMAGE_MASK_SLIDING_ONLY, ENGINE_FP32};
     char err[G4_ERR_MAX];
     struct engine *e = engine_create(m, &o, err);
     float *l = g4_calloc((size_t)T * m->cfg.text.vocab, sizeof *l);
@@ -179,7 +179,7 @@ static void test_k_eq_v(void)
     /* turning K=V off where there is no v_proj is refused by name, never computed with garbage */
     for (int i = 0; i < m->cfg.text.n_layers; i++) m->cfg.text.layer[i].k_eq_v = 0;
     {
-        struct engine_opts o = {ENGINE_CPU, 1, 20, 1, ENGINE_IMAGE_MASK_SLIDING_ONLY};
+        struct engine_opts o = {ENGINE_CPU, 1, 20, 1, ENGINE_IMAGE_MASK_SLIDING_ONLY, ENGINE_FP32};
         struct engine *e = engine_create(m, &o, err);
         EXPECT(e == NULL);
         EXPECT_STR_HAS(err, "v_proj");

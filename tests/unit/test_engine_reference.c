@@ -86,7 +86,7 @@ static int load_images(const char *dir, const cJSON *c, struct fixture_images *f
 static float *run_prompt(struct g4_model *m, const int32_t *ids, int T, const struct fixture_images *fi,
                          enum engine_image_mask mask, int chunk)
 {
-    struct engine_opts o = {ENGINE_CPU, 1, T + 16, 2, mask};
+    struct engine_opts o = {ENGINE_CPU, 1, T + 16, 2, mask, ENGINE_FP32};
     char err[G4_ERR_MAX];
     struct engine *e = engine_create(m, &o, err);
     float *logits = g4_malloc((size_t)T * m->cfg.text.vocab * sizeof *logits);
@@ -105,7 +105,7 @@ static void check_greedy(struct g4_model *m, const char *dir, const char *name, 
 {
     const cJSON *greedy = cJSON_GetObjectItem(c, "greedy"), *suppress = cJSON_GetObjectItem(c, "suppress");
     int G = cJSON_GetArraySize(greedy), V = m->cfg.text.vocab, s, ok = 1;
-    struct engine_opts o = {ENGINE_CPU, 1, T + G + 1, 2, ENGINE_IMAGE_MASK_ALL_LAYERS};
+    struct engine_opts o = {ENGINE_CPU, 1, T + G + 1, 2, ENGINE_IMAGE_MASK_ALL_LAYERS, ENGINE_FP32};
     char err[G4_ERR_MAX], fname[256];
     float *logits = g4_malloc((size_t)V * sizeof *logits), *dec = g4_malloc((size_t)G * V * sizeof *dec), *ref;
     struct engine *e = engine_create(m, &o, err);

@@ -447,6 +447,68 @@ static void test_decode_jpeg_orientation(void)
     free(rgb);
 }
 
+/* A CMYK JPEG: img_decode must equal libjpeg's raw (Adobe-inverted) CMYK put through PIL's formula,
+ * R = (255 - K) - round(C * (255 - K) / 255), written here independently as integer rounding of 2ab / 510. */
+static void test_decode_jpeg_cmyk(void)
+{
+    const int w = 48, h = 32;
+    uint8_t *ink = malloc((size_t)w * h * 4);
+    for (int i = 0; i < w * h; i++)
+        for (int c = 0; c < 4; c++) ink[4 * i + c] = (uint8_t)(128 + 100 * sin(0.1 * (i % w) * (c + 1) + 0.07 * (i / w)));
+    struct jpeg_compress_struct ci;
+    struct jpeg_error_mgr e;
+    unsigned char *jpg = NULL;
+    unsigned long jlen = 0;
+    ci.err = jpeg_std_error(&e);
+    jpeg_create_compress(&ci);
+    jpeg_mem_dest(&ci, &jpg, &jlen);
+    ci.image_width = w;
+    ci.image_height = h;
+    ci.input_components = 4;
+    ci.in_color_space = JCS_CMYK;
+    jpeg_set_defaults(&ci);
+    jpeg_set_quality(&ci, 90, TRUE);
+    jpeg_start_compress(&ci, TRUE);
+    while (ci.next_scanline < ci.image_height) {
+        JSAMPROW row = ink + (size_t)ci.next_scanline * w * 4;
+        jpeg_write_scanlines(&ci, &row, 1);
+    }
+    jpeg_finish_compress(&ci);
+    jpeg_destroy_compress(&ci);
+    /* what libjpeg decodes, raw */
+    struct jpeg_decompress_struct di;
+    di.err = jpeg_std_error(&e);
+    jpeg_create_decompress(&di);
+    jpeg_mem_src(&di, jpg, jlen);
+    jpeg_read_header(&di, TRUE);
+    di.out_color_space = JCS_CMYK;
+    jpeg_start_decompress(&di);
+    uint8_t *raw = malloc((size_t)w * h * 4);
+    while (di.output_scanline < di.output_height) {
+        JSAMPROW row = raw + (size_t)di.output_scanline * w * 4;
+        jpeg_read_scanlines(&di, &row, 1);
+    }
+    jpeg_finish_decompress(&di);
+    jpeg_destroy_decompress(&di);
+    struct membuf m = {jpg, jlen, jlen};
+    struct img_rgb im;
+    int bad = 0;
+    EXPECT(decode_ok(&m, &im) && im.w == w && im.h == h);
+    for (int i = 0; im.px && i < w * h; i++) {
+        int nk = raw[4 * i + 3];
+        for (int c = 0; c < 3; c++) {
+            int ink_c = 255 - raw[4 * i + c];
+            int want = nk - (2 * ink_c * nk + 255) / 510;
+            bad += im.px[3 * i + c] != want;
+        }
+    }
+    EXPECTF(bad == 0, "%d CMYK samples differ from PIL's formula", bad);
+    img_rgb_free(&im);
+    free(raw);
+    free(ink);
+    free(jpg);
+}
+
 /* ---- bad input ---------------------------------------------------------------------------------------- */
 
 static void test_bad_input(void)
@@ -579,6 +641,7 @@ int main(void)
     RUN_TEST(test_decode_png_kinds);
     RUN_TEST(test_decode_webp);
     RUN_TEST(test_decode_jpeg_orientation);
+    RUN_TEST(test_decode_jpeg_cmyk);
     RUN_TEST(test_bad_input);
     RUN_TEST(test_dimension_bombs);
     RUN_TEST(test_process_end_to_end);

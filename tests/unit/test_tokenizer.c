@@ -421,6 +421,14 @@ static void test_stream_split_characters(void)
     EXPECT(tok_stream_push(st, BYTE0 + 0xE0, &text, &len, err) == 0 && len == 0);
     EXPECT(tok_stream_push(st, BYTE0 + 0x41, &text, &len, err) == 0 && len == 4 &&
            memcmp(text, "\xef\xbf\xbd" "A", 4) == 0);
+    /* second bytes UTF-8 forbids after these leads (overlong, surrogate, above U+10FFFF): both bytes bad */
+    static const unsigned char leads[][2] = { { 0xE0, 0x9F }, { 0xED, 0xA0 }, { 0xF0, 0x8F }, { 0xF4, 0x90 }, { 0xC2, 0x41 } };
+    for (size_t i = 0; i < sizeof leads / sizeof leads[0]; i++) {
+        EXPECT(tok_stream_push(st, BYTE0 + leads[i][0], &text, &len, err) == 0 && len == 0);
+        EXPECT(tok_stream_push(st, BYTE0 + leads[i][1], &text, &len, err) == 0);
+        if (leads[i][1] < 0x80) EXPECT(len == 4 && memcmp(text, "\xef\xbf\xbd" "A", 4) == 0);
+        else EXPECTF(len == 6 && memcmp(text, "\xef\xbf\xbd\xef\xbf\xbd", 6) == 0, "lead %02X", leads[i][0]);
+    }
     /* flush: leftovers as U+FFFD, then the stream is empty */
     EXPECT(tok_stream_push(st, BYTE0 + 0xF0, &text, &len, err) == 0 && len == 0);
     tok_stream_flush(st, &text, &len);

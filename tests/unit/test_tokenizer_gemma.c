@@ -364,6 +364,59 @@ static void test_long_text_stream_roundtrip(void)
     free(text);
 }
 
+/* Whether s[0..n) is valid UTF-8 (a plain check, written here independently of the tokenizer's). */
+static int valid_utf8(const unsigned char *s, size_t n)
+{
+    for (size_t i = 0; i < n;) {
+        int len = s[i] < 0x80 ? 1 : (s[i] >> 5) == 6 ? 2 : (s[i] >> 4) == 14 ? 3 : (s[i] >> 3) == 30 ? 4 : 0;
+        if (!len || i + (size_t)len > n) return 0;
+        uint32_t cp = len == 1 ? s[i] : (uint32_t)(s[i] & (0x7F >> len));
+        for (int k = 1; k < len; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return 0;
+            cp = cp << 6 | (s[i + k] & 0x3F);
+        }
+        static const uint32_t min_cp[5] = { 0, 0, 0x80, 0x800, 0x10000 };
+        if (cp < min_cp[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+        i += (size_t)len;
+    }
+    return 1;
+}
+
+/* Random id sequences, rich in byte tokens (many invalid runs): the stream always gives valid UTF-8, and
+ * equals the whole decode whenever that has no U+FFFD. */
+static void test_stream_random_ids(void)
+{
+    uint32_t x = 12345;
+    int bad_utf8 = 0, differ = 0, compared = 0;
+    for (int it = 0; it < 5000; it++) {
+        int32_t ids[16];
+        int n = 1 + it % 16;
+        for (int i = 0; i < n; i++) {
+            x = x * 1664525u + 1013904223u;
+            ids[i] = (x >> 8) % 3 ? tok_id(g4tok, "<0x00>") + (int32_t)((x >> 12) % 256) : (int32_t)((x >> 4) % 262144);
+        }
+        char err[G4_ERR_MAX];
+        size_t dn, sn;
+        char *d = tok_decode(g4tok, ids, (size_t)n, it & 1, &dn, err);
+        char *s = stream_decode(g4tok, ids, (size_t)n, it & 1, &sn);
+        if (!d || !s) {
+            bad_utf8++;
+        } else {
+            bad_utf8 += !valid_utf8((const unsigned char *)s, sn);
+            bool has_fffd = false;
+            for (size_t i = 0; i + 2 < dn; i++) has_fffd |= memcmp(d + i, "\xef\xbf\xbd", 3) == 0;
+            if (!has_fffd) {
+                compared++;
+                differ += sn != dn || memcmp(s, d, dn) != 0;
+            }
+        }
+        free(d);
+        free(s);
+    }
+    EXPECTF(bad_utf8 == 0, "%d streams gave invalid UTF-8", bad_utf8);
+    EXPECTF(differ == 0 && compared > 300, "%d of %d valid decodes differ from the stream", differ, compared);
+}
+
 static void test_builder_refusals_and_idempotence(void)
 {
     char err[G4_ERR_MAX] = "", dir2[192], a[256], b[256];
@@ -428,6 +481,7 @@ int main(int argc, char **argv)
     RUN_TEST(test_chat_text);
     RUN_TEST(test_gemma3_added_tokens);
     RUN_TEST(test_long_text_stream_roundtrip);
+    RUN_TEST(test_stream_random_ids);
     RUN_TEST(test_builder_refusals_and_idempotence);
     tok_free(g4tok);
     return test_report();

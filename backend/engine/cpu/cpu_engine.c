@@ -48,6 +48,7 @@ static void *cpu_create(const struct g4_model *m, const struct engine_opts *opts
     size_t T = ENGINE_MAX_CHUNK;
     e->model = m;
     e->opts = *opts;
+    e->bf16_act = opts->precision == ENGINE_CPU_BF16_ACTIVATIONS;
     if (cpu_weights_load(e, err)) goto fail;
     for (int l = 0; l < e->L; l++)
         kv_bytes += 2ull * e->layers[l].cache_rows * e->layers[l].c->kv_dim * sizeof(float);
@@ -100,6 +101,34 @@ static int cpu_embed_image(void *impl, const uint8_t *patches, const int32_t *po
     return cpu_vision_embed(impl, patches, positions, n, out, err);
 }
 
+static void cpu_memory(void *impl, struct engine_memory *out)
+{
+    const struct cpu_engine *e = impl;
+    for (int l = 0; l < e->L; l++)
+        out->kv_per_stream += 2ull * e->layers[l].cache_rows * e->layers[l].c->kv_dim * sizeof(float);
+    out->weights = (size_t)st_total_bytes(e->model->weights); /* mapped, not copied */
+    out->scratch = (size_t)ENGINE_MAX_CHUNK * (3 * e->H + 2 * e->max_qd + 2 * e->max_kvd + 2 * e->max_i) * sizeof(float);
+}
+
+static double cpu_copy_rate(void *impl)
+{
+    size_t n = (size_t)256 << 20;
+    char *a = g4_malloc(n), *b = g4_malloc(n);
+    double best = 0;
+    (void)impl;
+    memset(a, 1, n);
+    memset(b, 2, n);
+    for (int i = 0; i < 3; i++) {
+        double t0 = util_now(), t;
+        memcpy(b, a, n);
+        t = util_now() - t0;
+        if (2.0 * n / t > best) best = 2.0 * n / t;
+    }
+    free(a);
+    free(b);
+    return best;
+}
+
 const struct engine_backend engine_cpu_backend = {
     .name = "cpu",
     .create = cpu_create,
@@ -107,4 +136,6 @@ const struct engine_backend engine_cpu_backend = {
     .stream_reset = cpu_stream_reset,
     .step = cpu_step,
     .embed_image = cpu_embed_image,
+    .memory = cpu_memory,
+    .copy_rate = cpu_copy_rate,
 };

@@ -56,6 +56,7 @@ struct cpu_engine {
     int has_softcap;
     float softcap;
     float rms_eps;
+    int bf16_act;               /* ENGINE_CPU_BF16_ACTIVATIONS: round product inputs and K/V like the GPU */
     struct cpu_layer *layers;   /* (L) */
     int has_vision;
     struct cpu_vision vision;

@@ -131,12 +131,18 @@ static void layer_forward(struct cpu_engine *e, int li, const struct engine_item
     struct attn_job aj = {e, l, it, pos0, n, e->q, e->k, e->v, s->k[li], s->v[li], e->o, mask};
 
     for (int i = 0; i < n; i++) cpu_rmsnorm(e->x + (size_t)i * H, H, l->in_norm, e->rms_eps, e->a + (size_t)i * H);
+    if (e->bf16_act) cpu_round_bf16(e->a, (size_t)n * H);
     cpu_matmul_bf16(e->pool, e->a, n, H, l->wq, c->q_dim, NULL, e->q);
     cpu_matmul_bf16(e->pool, e->a, n, H, l->wk, c->kv_dim, NULL, e->k);
     if (l->wv) cpu_matmul_bf16(e->pool, e->a, n, H, l->wv, c->kv_dim, NULL, e->v);
     else memcpy(e->v, e->k, (size_t)n * c->kv_dim * sizeof *e->v); /* K=V: V is the raw K projection */
     pool_run(e->pool, qkv_norm_range, &rj, n);
+    if (e->bf16_act) {
+        cpu_round_bf16(e->k, (size_t)n * c->kv_dim);
+        cpu_round_bf16(e->v, (size_t)n * c->kv_dim);
+    }
     pool_run(e->pool, attn_range, &aj, n * c->n_heads);
+    if (e->bf16_act) cpu_round_bf16(e->o, (size_t)n * c->q_dim);
 
     /* the chunk's keys and values join the cache (a sliding ring keeps its last cache_rows positions) */
     for (int i = 0; i < n; i++) {
@@ -155,9 +161,11 @@ static void layer_forward(struct cpu_engine *e, int li, const struct engine_item
         for (int d = 0; d < H; d++) x[d] += t[d];
         cpu_rmsnorm(x, H, l->pre_ff_norm, e->rms_eps, e->a + (size_t)i * H);
     }
+    if (e->bf16_act) cpu_round_bf16(e->a, (size_t)n * H);
     cpu_matmul_bf16(e->pool, e->a, n, H, l->w_gate, I, NULL, e->gate);
     cpu_matmul_bf16(e->pool, e->a, n, H, l->w_up, I, NULL, e->up);
     for (size_t k = 0; k < (size_t)n * I; k++) e->gate[k] = cpu_gelu_tanh(e->gate[k]) * e->up[k];
+    if (e->bf16_act) cpu_round_bf16(e->gate, (size_t)n * I);
     cpu_matmul_bf16(e->pool, e->gate, n, I, l->w_down, H, NULL, e->t1);
     for (int i = 0; i < n; i++) {
         float *x = e->x + (size_t)i * H, *t = e->t1 + (size_t)i * H;
@@ -177,13 +185,14 @@ void cpu_forward_item(struct cpu_engine *e, const struct engine_item *it, int po
             memcpy(x, it->image_rows + (size_t)img++ * H, (size_t)H * sizeof *x); /* spliced unscaled */
             continue;
         }
-        const uint16_t *row = e->embed + (size_t)it->tokens[i] * H;
+        const uint16_t *row = e->embed + (size_t)engine_embedding_id(e->model, it->tokens[i]) * H;
         for (int d = 0; d < H; d++) x[d] = bf16_to_f32(row[d]) * e->embed_scale;
     }
     for (int li = 0; li < e->L; li++) layer_forward(e, li, it, pos0, mask);
     if (!it->logits) return;
     for (int i = it->logits_from; i < n; i++)
         cpu_rmsnorm(e->x + (size_t)i * H, H, e->final_norm, e->rms_eps, e->a + (size_t)(i - it->logits_from) * H);
+    if (e->bf16_act) cpu_round_bf16(e->a, (size_t)(n - it->logits_from) * H);
     cpu_matmul_bf16(e->pool, e->a, n - it->logits_from, H, e->embed, e->V, NULL, it->logits);
     if (e->has_softcap)
         for (size_t k = 0; k < (size_t)(n - it->logits_from) * e->V; k++)

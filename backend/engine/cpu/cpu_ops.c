@@ -97,6 +97,11 @@ void cpu_rope(float *x, int d, const float *inv_freq, int pos)
     }
 }
 
+void cpu_round_bf16(float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) x[i] = bf16_to_f32(f32_to_bf16(x[i]));
+}
+
 float cpu_gelu_tanh(float x)
 {
     const float k = 0.7978845608028654f; /* sqrt(2/pi) */

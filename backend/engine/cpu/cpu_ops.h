@@ -6,6 +6,7 @@
 #ifndef G4_CPU_OPS_H
 #define G4_CPU_OPS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "engine/cpu/pool.h"
@@ -29,6 +30,9 @@ void cpu_layernorm(const float *x, int n, const float *w, const float *b, float 
 /* Rotates one head vector x (d) in place at position pos, rotate-half pairing (i, i + d/2), with
  * inv_freq (d/2) (zeros leave their pair untouched, as proportional RoPE needs). */
 void cpu_rope(float *x, int d, const float *inv_freq, int pos);
+
+/* Rounds n values to bf16 in place (round to nearest even): the CUDA path's activation precision. */
+void cpu_round_bf16(float *x, size_t n);
 
 /* gelu with the tanh approximation (PyTorch's gelu(approximate="tanh")). */
 float cpu_gelu_tanh(float x);

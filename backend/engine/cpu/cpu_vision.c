@@ -47,6 +47,7 @@ int cpu_vision_embed(struct cpu_engine *e, const uint8_t *patches, const int32_t
     j.patches = patches;
     j.out = pix;
     pool_run(e->pool, ln1_range, &j, n);
+    if (e->bf16_act) cpu_round_bf16(pix, (size_t)n * v->P);
     cpu_matmul_bf16(e->pool, pix, n, v->P, v->dense, v->E, v->dense_b, h);
     for (int i = 0; i < n; i++) {
         float *r = h + (size_t)i * v->E;
@@ -57,6 +58,7 @@ int cpu_vision_embed(struct cpu_engine *e, const uint8_t *patches, const int32_t
         cpu_layernorm(r, v->E, v->pos_w, v->pos_b, VISION_LN_EPS, r);
         cpu_rmsnorm(r, v->E, NULL, v->rms_eps, r);
     }
+    if (e->bf16_act) cpu_round_bf16(h, (size_t)n * v->E);
     cpu_matmul_bf16(e->pool, h, n, v->E, v->proj, e->H, NULL, out);
     free(pix);
     free(h);

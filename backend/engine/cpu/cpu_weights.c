@@ -8,37 +8,9 @@
 
 #include "engine/cpu/cpu_engine.h"
 #include "engine/cpu/cpu_ops.h"
+#include "engine/weights.h"
 #include "model/model.h"
 #include "util/util.h"
-
-/* A bf16 matrix (rows, cols) by name, or NULL with err. */
-static const uint16_t *matrix(const struct st_set *s, const char *name, int64_t rows, int64_t cols, char *err)
-{
-    int64_t shape[2] = {rows, cols};
-    const struct st_tensor *t = st_require(s, name, ST_BF16, 2, shape, err);
-    return t ? t->data : NULL;
-}
-
-/* A float vector of n elements (BF16, F16 or F32 on disk; shape (n) or, with ndim 3, the given shape)
- * widened into a new fp32 array, or NULL with err. */
-static float *vector_nd(const struct st_set *s, const char *name, int ndim, const int64_t *shape, char *err)
-{
-    const struct st_tensor *t = st_require(s, name, ST_ANY_FLOAT, ndim, shape, err);
-    float *out;
-    if (!t) return NULL;
-    out = g4_malloc((size_t)t->numel * sizeof *out);
-    for (int64_t i = 0; i < t->numel; i++) {
-        if (t->dtype == ST_BF16) out[i] = bf16_to_f32(((const uint16_t *)t->data)[i]);
-        else if (t->dtype == ST_F16) out[i] = f16_to_f32(((const uint16_t *)t->data)[i]);
-        else memcpy(&out[i], (const char *)t->data + i * 4, 4);
-    }
-    return out;
-}
-
-static float *vector(const struct st_set *s, const char *name, int64_t n, char *err)
-{
-    return vector_nd(s, name, 1, &n, err);
-}
 
 static int load_layer(struct cpu_engine *e, int i, char *err)
 {
@@ -51,20 +23,20 @@ static int load_layer(struct cpu_engine *e, int i, char *err)
     int H = e->H;
 #define NAME(suffix) (snprintf(name, sizeof name, "%slayers.%d.%s", c->text_prefix, i, suffix), name)
     l->c = cl;
-    if (!(l->wq = matrix(s, NAME("self_attn.q_proj.weight"), cl->q_dim, H, err))) return -1;
-    if (!(l->wk = matrix(s, NAME("self_attn.k_proj.weight"), cl->kv_dim, H, err))) return -1;
-    if (!cl->k_eq_v && !(l->wv = matrix(s, NAME("self_attn.v_proj.weight"), cl->kv_dim, H, err))) return -1;
-    if (!(l->wo = matrix(s, NAME("self_attn.o_proj.weight"), H, cl->q_dim, err))) return -1;
-    if (!(l->w_gate = matrix(s, NAME("mlp.gate_proj.weight"), cl->intermediate, H, err))) return -1;
-    if (!(l->w_up = matrix(s, NAME("mlp.up_proj.weight"), cl->intermediate, H, err))) return -1;
-    if (!(l->w_down = matrix(s, NAME("mlp.down_proj.weight"), H, cl->intermediate, err))) return -1;
-    if (!(l->q_norm = vector(s, NAME("self_attn.q_norm.weight"), cl->head_dim, err))) return -1;
-    if (!(l->k_norm = vector(s, NAME("self_attn.k_norm.weight"), cl->head_dim, err))) return -1;
-    if (!(l->in_norm = vector(s, NAME("input_layernorm.weight"), H, err))) return -1;
-    if (!(l->post_attn_norm = vector(s, NAME("post_attention_layernorm.weight"), H, err))) return -1;
-    if (!(l->pre_ff_norm = vector(s, NAME("pre_feedforward_layernorm.weight"), H, err))) return -1;
-    if (!(l->post_ff_norm = vector(s, NAME("post_feedforward_layernorm.weight"), H, err))) return -1;
-    if (!(scalar = vector(s, NAME("layer_scalar"), 1, err))) return -1;
+    if (!(l->wq = weights_matrix(s, NAME("self_attn.q_proj.weight"), cl->q_dim, H, err))) return -1;
+    if (!(l->wk = weights_matrix(s, NAME("self_attn.k_proj.weight"), cl->kv_dim, H, err))) return -1;
+    if (!cl->k_eq_v && !(l->wv = weights_matrix(s, NAME("self_attn.v_proj.weight"), cl->kv_dim, H, err))) return -1;
+    if (!(l->wo = weights_matrix(s, NAME("self_attn.o_proj.weight"), H, cl->q_dim, err))) return -1;
+    if (!(l->w_gate = weights_matrix(s, NAME("mlp.gate_proj.weight"), cl->intermediate, H, err))) return -1;
+    if (!(l->w_up = weights_matrix(s, NAME("mlp.up_proj.weight"), cl->intermediate, H, err))) return -1;
+    if (!(l->w_down = weights_matrix(s, NAME("mlp.down_proj.weight"), H, cl->intermediate, err))) return -1;
+    if (!(l->q_norm = weights_vector(s, NAME("self_attn.q_norm.weight"), cl->head_dim, err))) return -1;
+    if (!(l->k_norm = weights_vector(s, NAME("self_attn.k_norm.weight"), cl->head_dim, err))) return -1;
+    if (!(l->in_norm = weights_vector(s, NAME("input_layernorm.weight"), H, err))) return -1;
+    if (!(l->post_attn_norm = weights_vector(s, NAME("post_attention_layernorm.weight"), H, err))) return -1;
+    if (!(l->pre_ff_norm = weights_vector(s, NAME("pre_feedforward_layernorm.weight"), H, err))) return -1;
+    if (!(l->post_ff_norm = weights_vector(s, NAME("post_feedforward_layernorm.weight"), H, err))) return -1;
+    if (!(scalar = weights_vector(s, NAME("layer_scalar"), 1, err))) return -1;
 #undef NAME
     l->scalar = scalar[0];
     free(scalar);
@@ -88,16 +60,16 @@ static int load_vision(struct cpu_engine *e, char *err)
     pos_shape[0] = cv->posemb;
     pos_shape[1] = 2;
     pos_shape[2] = cv->E;
-    if (!(cv->ln1_w = vector(s, "model.vision_embedder.patch_ln1.weight", cv->P, err))) return -1;
-    if (!(cv->ln1_b = vector(s, "model.vision_embedder.patch_ln1.bias", cv->P, err))) return -1;
-    if (!(cv->dense = matrix(s, "model.vision_embedder.patch_dense.weight", cv->E, cv->P, err))) return -1;
-    if (!(cv->dense_b = vector(s, "model.vision_embedder.patch_dense.bias", cv->E, err))) return -1;
-    if (!(cv->ln2_w = vector(s, "model.vision_embedder.patch_ln2.weight", cv->E, err))) return -1;
-    if (!(cv->ln2_b = vector(s, "model.vision_embedder.patch_ln2.bias", cv->E, err))) return -1;
-    if (!(cv->pos = vector_nd(s, "model.vision_embedder.pos_embedding", 3, pos_shape, err))) return -1;
-    if (!(cv->pos_w = vector(s, "model.vision_embedder.pos_norm.weight", cv->E, err))) return -1;
-    if (!(cv->pos_b = vector(s, "model.vision_embedder.pos_norm.bias", cv->E, err))) return -1;
-    if (!(cv->proj = matrix(s, "model.embed_vision.embedding_projection.weight", e->H, v->output_proj_dims, err)))
+    if (!(cv->ln1_w = weights_vector(s, "model.vision_embedder.patch_ln1.weight", cv->P, err))) return -1;
+    if (!(cv->ln1_b = weights_vector(s, "model.vision_embedder.patch_ln1.bias", cv->P, err))) return -1;
+    if (!(cv->dense = weights_matrix(s, "model.vision_embedder.patch_dense.weight", cv->E, cv->P, err))) return -1;
+    if (!(cv->dense_b = weights_vector(s, "model.vision_embedder.patch_dense.bias", cv->E, err))) return -1;
+    if (!(cv->ln2_w = weights_vector(s, "model.vision_embedder.patch_ln2.weight", cv->E, err))) return -1;
+    if (!(cv->ln2_b = weights_vector(s, "model.vision_embedder.patch_ln2.bias", cv->E, err))) return -1;
+    if (!(cv->pos = weights_vector_nd(s, "model.vision_embedder.pos_embedding", 3, pos_shape, err))) return -1;
+    if (!(cv->pos_w = weights_vector(s, "model.vision_embedder.pos_norm.weight", cv->E, err))) return -1;
+    if (!(cv->pos_b = weights_vector(s, "model.vision_embedder.pos_norm.bias", cv->E, err))) return -1;
+    if (!(cv->proj = weights_matrix(s, "model.embed_vision.embedding_projection.weight", e->H, v->output_proj_dims, err)))
         return -1;
     return 0;
 }
@@ -119,9 +91,9 @@ int cpu_weights_load(struct cpu_engine *e, char *err)
         return g4_errf(err, "%s: untied LM heads are not supported (Gemma 4 ties the head to embed_tokens)",
                        e->model->dir);
     snprintf(name, sizeof name, "%sembed_tokens.weight", c->text_prefix);
-    if (!(e->embed = matrix(s, name, e->V, e->H, err))) return -1;
+    if (!(e->embed = weights_matrix(s, name, e->V, e->H, err))) return -1;
     snprintf(name, sizeof name, "%snorm.weight", c->text_prefix);
-    if (!(e->final_norm = vector(s, name, e->H, err))) return -1;
+    if (!(e->final_norm = weights_vector(s, name, e->H, err))) return -1;
     e->layers = g4_calloc((size_t)e->L, sizeof *e->layers);
     for (int i = 0; i < e->L; i++) {
         if (load_layer(e, i, err)) return -1;

@@ -1,0 +1,186 @@
+/* cmd_bench — `g4 bench`: the engine's speed on a checkpoint (real, or random weights of a real shape made
+ * with --shape), printed as a markdown table for docs/perf.md. Decode tokens/s at several stream counts and
+ * contexts with the fraction of the bandwidth floor, decode windows against one row, prefill tokens/s, time
+ * to first token, memory. Timing: CUDA events are not used here; every step ends in a device sync inside the
+ * engine, and the host clock brackets whole steps (medians of repeated steps, after warm-up). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cmd/cmd.h"
+#include "engine/engine.h"
+#include "engine/prefill.h"
+#include "model/model.h"
+#include "model/tiny_model.h"
+#include "util/util.h"
+
+
+#define BENCH_STEPS 16
+
+static double median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v[n / 2];
+}
+
+/* Bytes of bf16 keys and values one stream's decode row reads at context C. */
+static double kv_bytes_at(const struct cfg_model *c, int C)
+{
+    double b = 0;
+    for (int i = 0; i < c->text.n_layers; i++) {
+        const struct cfg_layer *l = &c->text.layer[i];
+        int rows = l->is_full || C < l->window ? C : l->window;
+        b += 2.0 * rows * l->kv_dim * 2;
+    }
+    return b;
+}
+
+/* Median seconds of one decode step with `streams` streams at context `ctx`, each giving `window` rows. */
+static double time_decode(struct engine *e, int streams, int ctx, int window, int V)
+{
+    struct engine_item *it = g4_calloc((size_t)streams, sizeof *it);
+    int32_t toks[ENGINE_MAX_WINDOW];
+    float *logits = g4_malloc((size_t)streams * window * V * sizeof *logits);
+    double t[BENCH_STEPS];
+    char err[G4_ERR_MAX];
+    for (int k = 0; k < window; k++) toks[k] = 1000 + 17 * k;
+    for (int s = 0; s < streams; s++) {
+        it[s].stream = engine_stream_open(e);
+        G4_CHECK(it[s].stream >= 0, "stream %d", s);
+        engine_stream_skip(e, it[s].stream, ctx);
+        it[s].n = window;
+        it[s].tokens = toks;
+        it[s].logits = logits + (size_t)s * window * V;
+    }
+    for (int r = 0; r < BENCH_STEPS + 2; r++) {
+        double t0 = util_now();
+        G4_CHECK(engine_step(e, it, streams, err) == 0, "%s", err);
+        if (r >= 2) t[r - 2] = util_now() - t0;
+        for (int s = 0; s < streams; s++) engine_stream_truncate(e, it[s].stream, ctx);
+    }
+    for (int s = 0; s < streams; s++) engine_stream_close(e, it[s].stream);
+    free(it);
+    free(logits);
+    return median(t, BENCH_STEPS);
+}
+
+/* Seconds to prefill T tokens in one stream (chunks of ENGINE_CHUNK_ROWS), logits of the last row only. */
+static double time_prefill(struct engine *e, int T, int V)
+{
+    int32_t *ids = g4_malloc((size_t)T * sizeof *ids);
+    float *logits = g4_malloc((size_t)V * sizeof *logits);
+    char err[G4_ERR_MAX];
+    int s = engine_stream_open(e);
+    double t0;
+    for (int i = 0; i < T; i++) ids[i] = i ? 1000 + (i * 7919) % 200000 : 2;
+    t0 = util_now();
+    G4_CHECK(prefill_run(e, s, ids, T, NULL, 0, ENGINE_CHUNK_ROWS, logits, 0, err) == 0, "%s", err);
+    t0 = util_now() - t0;
+    engine_stream_close(e, s);
+    free(ids);
+    free(logits);
+    return t0;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    const char *dir = NULL, *shape = NULL;
+    enum engine_device dev = ENGINE_CUDA;
+    long max_prefill = 8192;
+    char err[G4_ERR_MAX];
+    struct g4_model *m;
+    struct engine *e;
+    struct engine_opts o = {ENGINE_CUDA, 64, 8192 + ENGINE_MAX_WINDOW, 0, ENGINE_IMAGE_MASK_SLIDING_ONLY, ENGINE_FP32};
+    struct engine_memory mem;
+    double rate, matrix_bytes = 0;
+    static const int streams[] = {1, 4, 16, 64}, contexts[] = {1024, 8192}, windows[] = {2, 4, 8, 16},
+                     prefills[] = {512, 2048, 8192, 32768};
+    for (int i = 0; i < argc; i++) {
+        if (!strcmp(argv[i], "--model") && i + 1 < argc) dir = argv[++i];
+        else if (!strcmp(argv[i], "--shape") && i + 1 < argc) shape = argv[++i];
+        else if (!strcmp(argv[i], "--device") && i + 1 < argc) {
+            i++;
+            if (!strcmp(argv[i], "cpu")) dev = ENGINE_CPU;
+            else if (strcmp(argv[i], "cuda")) return cmd_usage_error("bench", "--device must be cpu or cuda");
+        } else if (!strcmp(argv[i], "--max-prefill") && i + 1 < argc) {
+            if (cmd_parse_int("bench", "--max-prefill", argv[++i], 512, 32768, &max_prefill)) return 2;
+        } else return cmd_usage_error("bench", "unknown argument %s", argv[i]);
+    }
+    if (!dir) return cmd_usage_error("bench", "--model DIR is required (with --shape, where to write the weights)");
+    if (shape) {
+        struct stat st;
+        char cfgp[1100];
+        snprintf(cfgp, sizeof cfgp, "%s/config.json", dir);
+        if (stat(cfgp, &st) != 0) {
+            double t0 = util_now();
+            fprintf(stderr, "g4 bench: writing random %s-shaped weights to %s\n", shape, dir);
+            if (tiny_model_write_shape(dir, shape, 1, NULL, err)) goto fail_msg;
+            fprintf(stderr, "g4 bench: written in %.1f s\n", util_now() - t0);
+        }
+    }
+    if (!(m = model_load(dir, MODEL_CHECK_TENSORS, err))) goto fail_msg;
+    o.device = dev;
+    if (dev == ENGINE_CPU) o.max_streams = 4, o.max_context = 2048 + ENGINE_MAX_WINDOW;
+    if (!(e = engine_create(m, &o, err))) {
+        model_free(m);
+        goto fail_msg;
+    }
+    engine_memory(e, &mem);
+    for (int i = 0; i < st_count(m->weights); i++)
+        if (st_at(m->weights, i)->ndim == 2) matrix_bytes += (double)st_at(m->weights, i)->nbytes;
+    rate = engine_copy_rate(e);
+    printf("g4 bench: %s (%s, hidden %d, %d layers), device %s\n", dir, m->cfg.model_type, m->cfg.text.hidden,
+           m->cfg.text.n_layers, dev == ENGINE_CUDA ? "cuda" : "cpu");
+    printf("memory: weights %.2f GiB, KV per stream %.1f MiB (context %d), scratch %.2f GiB; copy rate %.2f TB/s\n\n",
+           mem.weights / 1073741824.0, mem.kv_per_stream / 1048576.0, o.max_context, mem.scratch / 1073741824.0,
+           rate / 1e12);
+    printf("| decode | streams | context | step ms | tokens/s | floor ms | %% of floor |\n|---|---|---|---|---|---|---|\n");
+    for (size_t c = 0; c < sizeof contexts / sizeof *contexts; c++)
+        for (size_t si = 0; si < sizeof streams / sizeof *streams; si++) {
+            int S = streams[si], C = contexts[c];
+            double step, floor_s;
+            if (S > o.max_streams || C + ENGINE_MAX_WINDOW > o.max_context) continue;
+            step = time_decode(e, S, C, 1, m->cfg.text.vocab);
+            /* the floor: bytes a step must read (every matrix once, the head included, plus each stream's keys
+             * and values at context C, bf16) over the measured copy rate */
+            floor_s = rate > 0 ? (matrix_bytes + (double)S * kv_bytes_at(&m->cfg, C)) / rate : 0;
+            printf("| 1 row | %d | %d | %.2f | %.1f | %.2f | %.0f |\n", S, C, step * 1e3, S / step, floor_s * 1e3,
+                   floor_s > 0 ? 100 * floor_s / step : 0);
+            fflush(stdout);
+        }
+    {
+        double one = time_decode(e, 1, 1024, 1, m->cfg.text.vocab);
+        printf("\n| decode window | rows | step ms | vs one row |\n|---|---|---|---|\n| 1 stream, context 1024 | 1 | %.2f | 1.00 |\n",
+               one * 1e3);
+        for (size_t w = 0; w < sizeof windows / sizeof *windows; w++) {
+            double t = time_decode(e, 1, 1024, windows[w], m->cfg.text.vocab);
+            printf("| 1 stream, context 1024 | %d | %.2f | %.2f |\n", windows[w], t * 1e3, t / one);
+            fflush(stdout);
+        }
+    }
+    printf("\n| prefill tokens | seconds | tokens/s |\n|---|---|---|\n");
+    for (size_t p = 0; p < sizeof prefills / sizeof *prefills; p++) {
+        double t;
+        if (prefills[p] > max_prefill || prefills[p] + 1 > o.max_context) continue;
+        t = time_prefill(e, prefills[p], m->cfg.text.vocab);
+        printf("| %d | %.3f | %.0f |\n", prefills[p], t, prefills[p] / t);
+        fflush(stdout);
+    }
+    {
+        double ttft = time_prefill(e, 1000, m->cfg.text.vocab);
+        ttft = time_prefill(e, 1000, m->cfg.text.vocab);
+        printf("\ntime to first token, 1000-token prompt: %.1f ms\n", ttft * 1e3);
+    }
+    engine_destroy(e);
+    model_free(m);
+    return 0;
+fail_msg:
+    fprintf(stderr, "g4 bench: %s\n", err);
+    return 1;
+}

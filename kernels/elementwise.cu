@@ -1,0 +1,69 @@
+// elementwise — the small one-pass ops: GeGLU (tanh gelu of the gate times up, to bf16 for the down
+// projection), the final soft-cap, and the image embedder's pixel rescale and position-table add.
+#include "common.cuh"
+#include "kernels.h"
+
+__global__ void geglu_kernel(const float *__restrict__ gate, const float *__restrict__ up, long n,
+                             uint16_t *__restrict__ out)
+{
+    const float k = 0.7978845608028654f; // sqrt(2/pi)
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
+        float x = gate[i];
+        out[i] = f32_to_bf16_bits(0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x))) * up[i]);
+    }
+}
+
+__global__ void softcap_kernel(float *__restrict__ x, long n, float cap)
+{
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+        x[i] = cap * tanhf(x[i] / cap);
+}
+
+__global__ void pixels_kernel(const uint8_t *__restrict__ px, long n, float *__restrict__ out)
+{
+    const float scale = (float)(1.0 / 255.0);
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x)
+        out[i] = (float)px[i] * scale;
+}
+
+__global__ void positions_kernel(float *__restrict__ h, const float *__restrict__ table, const int32_t *__restrict__ pos,
+                                 int E)
+{
+    int r = blockIdx.x, x = pos[2 * r], y = pos[2 * r + 1];
+    for (int i = threadIdx.x; i < E; i += blockDim.x)
+        h[(size_t)r * E + i] += table[((size_t)x * 2 + 0) * E + i] + table[((size_t)y * 2 + 1) * E + i];
+}
+
+static int blocks_for(long n)
+{
+    long b = (n + 255) / 256;
+    return (int)(b > 65535 ? 65535 : (b < 1 ? 1 : b));
+}
+
+extern "C" void kern_geglu(const float *gate, const float *up, long n, uint16_t *out, kern_stream s)
+{
+    if (n == 0) return;
+    geglu_kernel<<<blocks_for(n), 256, 0, s>>>(gate, up, n, out);
+    KERN_LAUNCHED();
+}
+
+extern "C" void kern_softcap(float *logits, long n, float cap, kern_stream s)
+{
+    if (n == 0) return;
+    softcap_kernel<<<blocks_for(n), 256, 0, s>>>(logits, n, cap);
+    KERN_LAUNCHED();
+}
+
+extern "C" void kern_pixels_to_f32(const uint8_t *px, long n, float *out, kern_stream s)
+{
+    if (n == 0) return;
+    pixels_kernel<<<blocks_for(n), 256, 0, s>>>(px, n, out);
+    KERN_LAUNCHED();
+}
+
+extern "C" void kern_add_positions(float *h, const float *table, const int32_t *positions, int rows, int E, kern_stream s)
+{
+    if (rows == 0) return;
+    positions_kernel<<<rows, 256, 0, s>>>(h, table, positions, E);
+    KERN_LAUNCHED();
+}

@@ -1,0 +1,24 @@
+#!/bin/sh
+# tests/gpu/run.sh — the GPU checks, run on the GPU machine over a build made with nvcc (make), with the
+# runtime libraries the build machine collected (sh ../shared/tools/device-runtime-libs.sh .devlibs):
+#   sh tests/gpu/run.sh [OUT_DIR]
+# Runs the CUDA engine tests (bf16 error against the CPU path, row-exactness), then compute-sanitizer
+# memcheck on the same program when it is installed. Prints one closing line `N passed, N failed`.
+set -u
+out=${1:-/tmp/g4-gpu}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$PWD/.devlibs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
+pass=0; fail=0
+run() {
+    name=$1; shift
+    if "$@" >"$out/$name.log" 2>&1; then pass=$((pass + 1)); echo "PASS $name"; else fail=$((fail + 1)); echo "FAIL $name"; fi
+    tail -n 30 "$out/$name.log"
+}
+b=${G4_BUILD:-build}
+run cuda_engine "$b/tests/test_cuda_engine"
+if command -v compute-sanitizer >/dev/null 2>&1; then
+    run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$b/tests/test_cuda_engine"
+fi
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]
