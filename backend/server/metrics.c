@@ -61,7 +61,10 @@ void metrics_prometheus(struct srv *s, struct sbuf *b)
     counter(b, "g4_draft_tokens_proposed_total", "Draft tokens proposed (no drafter yet).", st.draft_proposed);
     counter(b, "g4_draft_tokens_accepted_total", "Draft tokens accepted (no drafter yet).", st.draft_accepted);
     counter(b, "g4_prompt_cache_hits_total", "Prompt-cache hits (no prompt cache yet).", st.cache_hits);
-    gauge(b, "g4_gpu_memory_used_bytes", "Device memory held by the engine (0 on the CPU engine).", 0);
+    gauge(b, "g4_gpu_memory_used_bytes", "Device memory held by the engine (0 on the CPU engine).",
+          s->on_gpu ? s->engine_bytes : 0);
+    gauge(b, "g4_engine_memory_bytes", "Memory the engine holds on its device: weights, KV caches, scratch.",
+          s->engine_bytes);
     gauge(b, "g4_connections", "Open HTTP and WebSocket connections.", s->n_conns);
     counter(b, "g4_bad_requests_total", "Messages and HTTP requests refused as bad input.", s->bad_requests);
 }
@@ -102,7 +105,7 @@ char *metrics_snapshot_json(struct srv *s)
     cJSON_AddNumberToObject(o, "drafts_proposed", (double)st.draft_proposed);
     cJSON_AddNumberToObject(o, "drafts_accepted", (double)st.draft_accepted);
     cJSON_AddNumberToObject(o, "prompt_cache_hits", (double)st.cache_hits);
-    cJSON_AddNumberToObject(o, "gpu_memory_bytes", 0);
+    cJSON_AddNumberToObject(o, "gpu_memory_bytes", s->on_gpu ? s->engine_bytes : 0);
     cJSON_AddNumberToObject(o, "connections", s->n_conns);
     j = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);

@@ -94,16 +94,25 @@ static void defaults_from_model(struct srv *s)
 /* Engine: CUDA when asked (or, by default, when this g4 has it and a device answers), else the CPU. */
 static int start_engine(struct srv *s, char *err)
 {
-    struct engine_opts eo = {ENGINE_CPU, s->o.max_streams, s->o.context, s->o.n_threads, ENGINE_IMAGE_MASK_SLIDING_ONLY};
+    struct engine_opts eo = {.device = ENGINE_CPU, .max_streams = s->o.max_streams, .max_context = s->o.context,
+                             .n_threads = s->o.n_threads, .image_mask = ENGINE_IMAGE_MASK_SLIDING_ONLY};
     if (s->o.device_auto || s->o.device == ENGINE_CUDA) {
         eo.device = ENGINE_CUDA;
         s->e = engine_create(s->m, &eo, err);
-        if (s->e || !s->o.device_auto) return s->e ? 0 : -1;
-        fprintf(stderr, "g4 serve: no CUDA engine (%s); using the CPU engine\n", err);
-        eo.device = ENGINE_CPU;
+        if (!s->e && !s->o.device_auto) return -1;
+        if (!s->e) fprintf(stderr, "g4 serve: CPU engine (no CUDA engine: %s)\n", err);
     }
-    s->e = engine_create(s->m, &eo, err);
-    return s->e ? 0 : -1;
+    if (!s->e) {
+        eo.device = ENGINE_CPU;
+        if (!(s->e = engine_create(s->m, &eo, err))) return -1;
+    }
+    s->on_gpu = eo.device == ENGINE_CUDA;
+    {
+        struct engine_memory mem;
+        engine_memory(s->e, &mem);
+        s->engine_bytes = (double)mem.weights + (double)mem.kv_per_stream * s->o.max_streams + (double)mem.scratch;
+    }
+    return 0;
 }
 
 /* Wakes the service loop from another thread (the scheduler's wake hook). */

@@ -118,6 +118,8 @@ struct srv {
     struct proto_defaults defaults;
     int budget;                    /* default soft tokens per image (the model's) */
     int posemb;                    /* patch grid side limit (the model's position table) */
+    int on_gpu;                    /* the engine runs on the CUDA device */
+    double engine_bytes;           /* memory the engine holds: weights, every stream's KV, scratch */
     struct srv_conn *conns;
     int n_conns, n_ws;
     struct srv_addr *addrs;

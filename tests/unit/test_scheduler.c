@@ -109,7 +109,7 @@ static void reference(struct treq *t)
 {
     char err[G4_ERR_MAX] = "";
     int V = model->cfg.text.vocab, n_out = 0;
-    struct engine_opts o = {ENGINE_CPU, 1, t->n + t->p.max_tokens, 0, ENGINE_IMAGE_MASK_SLIDING_ONLY};
+    struct engine_opts o = {.device = ENGINE_CPU, .max_streams = 1, .max_context = t->n + t->p.max_tokens};
     struct engine *e = engine_create(model, &o, err);
     struct prefill_image im = {t->patches, t->pos, t->img_n};
     float *logits = g4_malloc((size_t)V * sizeof *logits);
@@ -174,7 +174,7 @@ struct run {
 static struct sched *make_sched(struct engine **e, int streams, int queue, int context, size_t pending, int slow_ms)
 {
     char err[G4_ERR_MAX] = "";
-    struct engine_opts eo = {ENGINE_CPU, streams, context, 0, ENGINE_IMAGE_MASK_SLIDING_ONLY};
+    struct engine_opts eo = {.device = ENGINE_CPU, .max_streams = streams, .max_context = context};
     struct sched_opts so = {streams, queue, context, pending, slow_ms, model->tok, NULL, NULL};
     struct sched *s;
     *e = engine_create(model, &eo, err);
