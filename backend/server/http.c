@@ -141,7 +141,7 @@ int http_begin(struct srv *s, struct srv_conn *c, struct lws *wsi)
     }
     if (lws_hdr_copy(wsi, path, sizeof path, uri_tok) < 0) path[0] = 0;
     h->route = route_of(path);
-    lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0); /* a reply may take as long as the engine needs */
+    if (h->is_post) lws_set_timeout(wsi, PENDING_TIMEOUT_HTTP_CONTENT, SRV_BODY_IDLE_S);
     if (h->route == SRV_ROUTE_NONE) {
         char msg[G4_ERR_MAX];
         snprintf(msg, sizeof msg, "unknown URL: %s %.300s", is_get ? "GET" : is_options ? "OPTIONS" : "POST", path);
@@ -189,6 +189,7 @@ int http_begin(struct srv *s, struct srv_conn *c, struct lws *wsi)
 int http_body(struct srv *s, struct srv_conn *c, const void *in, size_t len)
 {
     struct srv_http *h = &c->http;
+    lws_set_timeout(c->wsi, PENDING_TIMEOUT_HTTP_CONTENT, SRV_BODY_IDLE_S); /* the body must keep coming */
     if (h->body_over || h->deferred_status) return 0; /* answered or to be answered: the bytes are dropped */
     if (h->body.n + len > SRV_MAX_BODY_BYTES) {
         char msg[96];
@@ -206,7 +207,7 @@ int http_body(struct srv *s, struct srv_conn *c, const void *in, size_t len)
 int http_body_done(struct srv *s, struct srv_conn *c)
 {
     struct srv_http *h = &c->http;
-    lws_set_timeout(c->wsi, NO_PENDING_TIMEOUT, 0);
+    lws_set_timeout(c->wsi, NO_PENDING_TIMEOUT, 0); /* a reply may take as long as the engine needs */
     if (h->body_over || h->resp_ready) return 0;
     if (h->deferred_status) {
         http_respond_error(s, c, h->deferred_status, h->deferred_type, h->deferred_code, NULL, h->deferred_msg);
