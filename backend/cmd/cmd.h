@@ -19,6 +19,7 @@ int cmd_make_tiny_model(int argc, char **argv);
 int cmd_logits(int argc, char **argv);
 int cmd_generate(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
 
 /* Prints "g4 NAME: REASON" and the command's usage to stderr; returns 2. */
 int cmd_usage_error(const char *name, const char *fmt, ...);
