@@ -136,7 +136,7 @@ static int att_in_use(const struct app *a, int att)
 /* Sends the chat request for cur (all messages before the reply); images already uploaded. */
 static void send_chat(struct app *a, const uint32_t *ids)
 {
-    char *json = conv_request(&a->cur, a->reply, a->req_id, ids, 0);
+    char *json = conv_request(&a->cur, a->reply, a->req_id, ids, a->max_tokens);
     if (plat_ws_send(json) < 0) {
         struct conv_msg *m = &a->cur.msg[a->reply];
         snprintf(m->finish, sizeof m->finish, "error");
@@ -382,6 +382,10 @@ void app_action(const char *act, const char *arg, const char *input)
     else if (!strcmp(act, "del")) do_delete(a, arg);
     else if (!strcmp(act, "copy")) do_copy(a, arg);
     else if (!strcmp(act, "convs")) plat_class("", "show-convs", -1);
+    else if (!strcmp(act, "maxtok") && a->page == APP_CHAT) {
+        a->max_tokens = atoi(arg) > 0 ? atoi(arg) : 0;
+        plat_store_set("g4.max_tokens", arg);
+    }
     else if (!strcmp(act, "theme")) {
         set_theme(a, !a->dark);
         plat_store_set("g4.theme", a->dark ? "dark" : "light");
@@ -694,6 +698,12 @@ void app_init(enum app_page page, int dark, const char *origin)
     set_theme(a, dark);
     new_conv(a);
     if (page == APP_CHAT) {
+        s = plat_store_get("g4.max_tokens");
+        if (s && atoi(s) > 0) {
+            a->max_tokens = atoi(s);
+            plat_value("maxtok", s);
+        }
+        free(s);
         s = plat_store_get("g4.index");
         if (s) conv_index_from_json(s, strlen(s), &a->index);
         free(s);

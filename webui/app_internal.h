@@ -46,6 +46,8 @@ struct app {
     struct app_att atts[CONV_MAX_IMAGES];
     int n_atts, next_att;
 
+    int max_tokens;          /* the person's reply limit (chat page), 0 = the server's */
+
     enum app_busy busy;
     char req_id[24];
     int req_n;               /* requests sent by this page */

@@ -101,6 +101,10 @@
       if (t.dataset.act === 'attach') { file.click(); return; }
       call('app_action', t.dataset.act, t.dataset.arg || '', input ? input.value : '');
     });
+    document.addEventListener('change', (e) => {
+      const t = e.target.closest('[data-change]');
+      if (t) call('app_action', t.dataset.change, t.value, input ? input.value : '');
+    });
     document.addEventListener('keydown', () => call('app_activity'));
     document.addEventListener('pointerdown', () => call('app_activity'));
     if (log) log.addEventListener('scroll', () => { stick = log.scrollHeight - log.scrollTop - log.clientHeight < 80; });
