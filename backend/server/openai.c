@@ -237,12 +237,8 @@ int openai_writable(struct srv *s, struct srv_conn *c)
         unsigned char buf[LWS_PRE + 1024], *start = buf + LWS_PRE, *p = start, *end = buf + sizeof buf - 1;
         if (!h->pending.n) return 0;
         if (lws_add_http_common_headers(c->wsi, 200, "text/event-stream", LWS_ILLEGAL_HTTP_CONTENT_LEN, &p, end) ||
-            lws_add_http_header_by_name(c->wsi, (const unsigned char *)"cache-control:", (const unsigned char *)"no-cache",
-                                        8, &p, end) ||
-            http_add_security_headers(c->wsi, &p, end) ||
-            (h->origin[0] && lws_add_http_header_by_name(c->wsi, (const unsigned char *)"access-control-allow-origin:",
-                                                         (const unsigned char *)h->origin, (int)strlen(h->origin),
-                                                         &p, end)) ||
+            http_add_header(c->wsi, "cache-control:", "no-cache", &p, end) || http_add_security_headers(c->wsi, &p, end) ||
+            (h->origin[0] && http_add_header(c->wsi, "access-control-allow-origin:", h->origin, &p, end)) ||
             lws_finalize_write_http_header(c->wsi, start, &p, end))
             return -1;
         h->sse_started = 1;

@@ -32,13 +32,15 @@ struct prep {
     int quit;
 };
 
-/* The patches of image k: decoded from its data: URI, or already uploaded. */
-static int image_patches(struct proto_image *im, int k, struct sched_image *out, char *msg)
+/* The patches of image k: decoded from its data: URI, or already uploaded. budget: the model's default soft
+ * tokens per image, 0 when it has no vision embedder. */
+static int image_patches(struct proto_image *im, int k, int budget, struct sched_image *out, char *msg)
 {
     char err[G4_ERR_MAX];
     uint8_t *bytes = NULL;
     size_t len = 0;
     struct img_patches p = {0};
+    if (!budget) return g4_errf(msg, "image %d: this model has no vision embedder; it takes no images", k);
     if (im->kind == PROTO_IMAGE_UPLOAD) {
         *out = im->patches;
         memset(&im->patches, 0, sizeof im->patches);
@@ -68,7 +70,7 @@ static int build(struct prep *P, struct proto_chat *chat, struct sched_prompt *p
     snprintf(code, SCHED_CODE_MAX, "image_error");
     if (chat->n_images) pr->images = g4_calloc((size_t)chat->n_images, sizeof *pr->images);
     for (int i = 0; i < chat->n_images; i++) {
-        if (image_patches(&chat->images[i], i, &pr->images[i], msg)) goto done;
+        if (image_patches(&chat->images[i], i, s->budget, &pr->images[i], msg)) goto done;
         pr->n_images++;
     }
     for (int m = 0; m < chat->conv.n_msgs; m++)

@@ -42,7 +42,7 @@ struct sig_thread {
     struct srv *s;
     sigset_t set;
     pthread_t thread;
-    volatile sig_atomic_t done;
+    atomic_int done; /* the service loop has ended */
 };
 
 /* Waits for SIGINT/SIGTERM, then keeps waking the service loop every 50 ms so that it can watch its

@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include <libwebsockets.h>
@@ -123,7 +124,7 @@ struct srv {
     struct srv_conn *conns;
     int n_conns, n_ws;
     struct srv_addr *addrs;
-    volatile sig_atomic_t signalled; /* set by the signal thread */
+    atomic_int signalled;          /* the signal that arrived (signal thread), 0 before */
     int stopping;                  /* shutdown in progress */
     double stop_deadline;
     uint64_t bad_requests;         /* service thread */
@@ -169,6 +170,8 @@ void http_reset(struct srv *s, struct srv_conn *c);
 void http_respond(struct srv_conn *c, int status, const char *ctype, const char *body, size_t len);
 void http_respond_error(struct srv *s, struct srv_conn *c, int status, const char *type, const char *code,
                         const char *param, const char *message);
+/* One response header ("name:" with its colon); the CSP, nosniff and referrer headers of every response. */
+int http_add_header(struct lws *wsi, const char *name, const char *value, unsigned char **p, unsigned char *end);
 int http_add_security_headers(struct lws *wsi, unsigned char **p, unsigned char *end);
 
 /* ---- openai.c: chat completions ------------------------------------------------------------------------ */

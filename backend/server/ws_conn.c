@@ -248,6 +248,10 @@ static void on_frame(struct srv *s, struct srv_conn *c, const uint8_t *buf, size
         return;
     }
     n = h.grid_w * h.grid_h;
+    if (!s->posemb) {
+        reply_error(s, c, NULL, "bad_frame", "this model has no vision embedder; it takes no images");
+        return;
+    }
     if (h.grid_w > s->posemb || h.grid_h > s->posemb) {
         snprintf(err, sizeof err, "image %u: a %dx%d patch grid is past the model's position table of %d", h.image_id,
                  h.grid_w, h.grid_h, s->posemb);

@@ -1,6 +1,7 @@
 #!/bin/sh
 # The WebSocket protocol against a real client (npm ws): tests/server/ws.mjs on one server, then access
-# control (API key, Origin, path, connections per address) on a second one: tests/server/ws_access.mjs.
+# control and capacity (API key, Origin, path, connections per address, queue) on a second one:
+# tests/server/ws_access.mjs.
 . tests/scripts/lib.sh
 . tests/scripts/server_lib.sh
 m=$(test_model) || { echo "cannot make the test model"; exit 1; }
@@ -14,7 +15,8 @@ start_server ws || exit 1
 run_node "ws protocol" tests/server/ws.mjs "$PORT" "$tmp/img.json" "$tmp/img.u8" "$tmp/img.png"
 check "server exits 0 on SIGTERM" stop_server
 
-start_server access --api-key sekrit --max-conns-per-addr 3 --allow-origin http://app.example || exit 1
+start_server access --api-key sekrit --max-conns-per-addr 3 --allow-origin http://app.example \
+    --max-streams 1 --max-queue 1 || exit 1
 run_node "ws access" tests/server/ws_access.mjs "$PORT"
 check "server exits 0 on SIGTERM" stop_server
 finish

@@ -23,14 +23,14 @@
 
 static struct g4_model *model;
 
-/* The shell tests' cached demo model ($G4_BUILD/test-model), made here when absent. */
+/* The shell tests' cached demo model ($G4_BUILD/test-model), made here when absent exactly as lib.sh makes it. */
 static struct g4_model *load_model(void)
 {
     char dir[512], err[G4_ERR_MAX] = "", cfg[600];
     const char *b = getenv("G4_BUILD");
     snprintf(dir, sizeof dir, "%s/test-model", b ? b : "build");
     snprintf(cfg, sizeof cfg, "%s/config.json", dir);
-    if (access(cfg, F_OK) != 0 && tiny_model_write(dir, 0, TOKENIZER_SRC, err)) {
+    if (access(cfg, F_OK) != 0 && tiny_model_write(dir, 1, TOKENIZER_SRC, err)) { /* as `g4 make-tiny-model` */
         fprintf(stderr, "cannot make the test model: %s\n", err);
         return NULL;
     }
