@@ -321,6 +321,9 @@ await test('dashboard: values move while a chat runs', async () => {
   });
   check('the tokens/s chart draws the decode line', painted > 20, painted);
   check('the charts have axes and legends', /tok\/s/.test(await page.textContent('#a-tokens')) && /decode/.test(await page.textContent('#l-tokens')));
+  // a few seconds of history for the screenshots (16 snapshots)
+  await page.waitForFunction(() => parseInt((/(\d+) snapshots/.exec(document.getElementById('v-time').textContent) || [0, 0])[1]) >= 16,
+    null, { timeout: TIMEOUT });
   await shot(page, 'dashboard-desktop');
   await page.setViewportSize(PHONE);
   await shot(page, 'dashboard-phone');

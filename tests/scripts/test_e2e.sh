@@ -28,7 +28,8 @@ for f in a.png b.jpg c.webp d.png; do
 done
 
 # --context 1024: three 266-patch images fit; replies without a limit stay under ~20 s on the tiny model
-start_server e2e --webui "$web" --context 1024 --kiosk-idle 3 || exit 1
+# no --webui: g4 serve finds $G4_BUILD/web beside $G4_BUILD/g4 by itself
+start_server e2e --context 1024 --kiosk-idle 3 || exit 1
 run_node "e2e web" tests/e2e/web.mjs "$BASE" "$art" "$tmp"
 check "server exits 0 on SIGTERM" stop_server
 ls "$art"
