@@ -16,13 +16,15 @@ tmp=$(mktemp -d)
 art="$G4_BUILD/e2e-artifacts"
 rm -rf "$art"; mkdir -p "$art"
 
-# images: a small PNG, a JPEG, a WebP larger than the 280-token budget, a second PNG, a GIF, a broken PNG
+# images: a small PNG, a JPEG, a WebP larger than the 280-token budget, a second PNG, a GIF, a broken PNG,
+# a PNG wider than the decoder's limit
 convert -size 160x120 gradient:red-blue -fill yellow -draw "circle 80,60 80,20" "$tmp/a.png"
 convert -size 320x240 plasma:red-green -quality 85 "$tmp/b.jpg"
 convert -size 1600x1200 gradient:navy-orange -fill white -draw "rectangle 300,300 900,800" -quality 80 "$tmp/c.webp"
 convert -size 100x100 xc:teal "$tmp/d.png"
 convert -size 40x40 xc:red "$tmp/e.gif"
 printf 'this is not a PNG file at all' > "$tmp/bad.png"
+node tests/e2e/wide_png.cjs "$tmp/wide.png"
 for f in a.png b.jpg c.webp d.png; do
     "$G4" patches --image "$tmp/$f" --out "$tmp/$f.u8" > "$tmp/$f.json" || { echo "g4 patches $f failed"; exit 1; }
 done
