@@ -151,8 +151,6 @@ static void send_chat(struct app *a, const uint32_t *ids)
     free(json);
 }
 
-static uint32_t *pending_ids; /* image ids of the request being prepared, in order */
-
 /* Starts the reply to cur's messages: adds the reply, uploads every image of the conversation this page
  * still has patches for (each upload serves one request), then sends the request (from app_uploaded). */
 static void start_reply(struct app *a)
@@ -164,9 +162,9 @@ static void start_reply(struct app *a)
     snprintf(a->req_id, sizeof a->req_id, "r%d", ++a->req_n);
     a->t_sent = plat_now();
     a->t_first = 0;
-    free(pending_ids);
-    pending_ids = calloc((size_t)n_img + 1, sizeof *pending_ids);
-    if (!pending_ids) abort();
+    free(a->pending_ids);
+    a->pending_ids = calloc((size_t)n_img + 1, sizeof *a->pending_ids);
+    if (!a->pending_ids) abort();
     a->uploads_left = 0;
     /* the newest CONV_MAX_IMAGES images with patches go; older ones are left out */
     int usable = 0;
@@ -177,7 +175,7 @@ static void start_reply(struct app *a)
         for (int q = 0; q < a->cur.msg[i].n_img; q++, k++) {
             int att = a->cur.msg[i].img[q].att;
             if (!att || skip-- > 0) continue;
-            pending_ids[k] = ++a->next_image_id;
+            a->pending_ids[k] = ++a->next_image_id;
             a->uploads_left++;
         }
     a->busy = BUSY_UPLOADING;
@@ -186,8 +184,8 @@ static void start_reply(struct app *a)
     k = 0;
     for (int i = 0; i < a->reply; i++)
         for (int q = 0; q < a->cur.msg[i].n_img; q++, k++)
-            if (pending_ids[k]) plat_upload(a->cur.msg[i].img[q].att, pending_ids[k]);
-    if (!a->uploads_left) send_chat(a, pending_ids);
+            if (a->pending_ids[k]) plat_upload(a->cur.msg[i].img[q].att, a->pending_ids[k]);
+    if (!a->uploads_left) send_chat(a, a->pending_ids);
 }
 
 void app_uploaded(int att, int ok)
@@ -207,7 +205,7 @@ void app_uploaded(int att, int ok)
         save(a);
         return;
     }
-    if (--a->uploads_left == 0) send_chat(a, pending_ids);
+    if (--a->uploads_left == 0) send_chat(a, a->pending_ids);
 }
 
 /* Ends the reply in flight locally (the socket closed, or the person left the conversation). */
@@ -686,6 +684,11 @@ void app_init(enum app_page page, int dark, const char *origin)
 {
     struct app *a = &app_g;
     char *s;
+    /* a second call starts over (the unit tests' page reloads): what the first one held is freed */
+    conv_free(&a->cur);
+    drop_atts(a, 0);
+    free(a->pending_ids);
+    wbuf_free(&a->scratch);
     memset(a, 0, sizeof *a);
     a->page = page;
     a->session = plat_now();

@@ -53,6 +53,7 @@ struct app {
     int req_n;               /* requests sent by this page */
     int reply;               /* index of the reply in cur being written */
     int uploads_left;
+    uint32_t *pending_ids;   /* upload ids of the request being prepared, one per image of cur, 0 = left out */
     uint32_t next_image_id;
     double t_sent;           /* when the request left (for the live TTFT) */
     double t_first;          /* when its first token arrived */

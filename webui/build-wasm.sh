@@ -45,7 +45,7 @@ if stale "$OUT/g4client.wasm" webui/*.c webui/*.h webui/build-wasm.sh "$DEPS/sta
     CEXPORTS='_malloc,_free,_app_init,_app_ws_opened,_app_ws_closed,_web_ws_message,_app_action,_app_key,'\
 '_app_timer,_app_activity,_app_attach,_app_budget,_app_attach_done,_app_uploaded'
     # shellcheck disable=SC2086
-    "$EMCC" -O2 -std=c11 -Wall -Wextra -Werror -Iwebui -I"$DEPS/include" $CLIENT_SRC "$DEPS/lib/libcjson.a" \
+    "$EMCC" -O2 -std=c11 -Wall -Wextra -pedantic -Werror -Iwebui -I"$DEPS/include" $CLIENT_SRC "$DEPS/lib/libcjson.a" \
         -sMODULARIZE=1 -sEXPORT_NAME=G4Client -sENVIRONMENT=web -sALLOW_MEMORY_GROWTH=1 \
         -sEXPORTED_FUNCTIONS="$CEXPORTS" -sEXPORTED_RUNTIME_METHODS=UTF8ToString,stringToUTF8,lengthBytesUTF8 \
         -o "$OUT/g4client.js"

@@ -15,33 +15,33 @@
 
 /* ---- C -> page ----------------------------------------------------------------------------------------- */
 
-EM_JS(void, js_html, (const char *id, const char *html), { G4.html(UTF8ToString(id), UTF8ToString(html)); });
-EM_JS(void, js_text, (const char *id, const char *text), { G4.text(UTF8ToString(id), UTF8ToString(text)); });
+EM_JS(void, js_html, (const char *id, const char *html), { G4.html(UTF8ToString(id), UTF8ToString(html)); })
+EM_JS(void, js_text, (const char *id, const char *text), { G4.text(UTF8ToString(id), UTF8ToString(text)); })
 EM_JS(void, js_attr, (const char *id, const char *name, const char *value),
-      { G4.attr(UTF8ToString(id), UTF8ToString(name), value ? UTF8ToString(value) : null); });
-EM_JS(void, js_class, (const char *id, const char *cls, int on), { G4.cls(UTF8ToString(id), UTF8ToString(cls), on); });
-EM_JS(void, js_value, (const char *id, const char *text), { G4.value(UTF8ToString(id), UTF8ToString(text)); });
-EM_JS(void, js_focus, (const char *id), { G4.focus(UTF8ToString(id)); });
-EM_JS(void, js_scroll_end, (const char *id), { G4.scrollEnd(UTF8ToString(id)); });
+      { G4.attr(UTF8ToString(id), UTF8ToString(name), value ? UTF8ToString(value) : null); })
+EM_JS(void, js_class, (const char *id, const char *cls, int on), { G4.cls(UTF8ToString(id), UTF8ToString(cls), on); })
+EM_JS(void, js_value, (const char *id, const char *text), { G4.value(UTF8ToString(id), UTF8ToString(text)); })
+EM_JS(void, js_focus, (const char *id), { G4.focus(UTF8ToString(id)); })
+EM_JS(void, js_scroll_end, (const char *id), { G4.scrollEnd(UTF8ToString(id)); })
 EM_JS(void, js_canvas, (const char *id, const unsigned char *rgba, int w, int h),
-      { G4.canvas(UTF8ToString(id), HEAPU8.subarray(rgba, rgba + w * h * 4), w, h); });
-EM_JS(void, js_clipboard, (const char *text), { G4.clipboard(UTF8ToString(text)); });
-EM_JS(void, js_ws_open, (void), { G4.wsOpen(); });
-EM_JS(int, js_ws_send, (const char *text), { return G4.wsSend(UTF8ToString(text)); });
-EM_JS(void, js_upload, (int att, unsigned image_id), { G4.upload(att, image_id >>> 0); });
-EM_JS(void, js_forget, (int att), { G4.forget(att); });
-EM_JS(void, js_timer, (int id, int ms), { G4.timer(id, ms); });
-EM_JS(double, js_now, (void), { return Date.now(); });
+      { G4.canvas(UTF8ToString(id), HEAPU8.subarray(rgba, rgba + w * h * 4), w, h); })
+EM_JS(void, js_clipboard, (const char *text), { G4.clipboard(UTF8ToString(text)); })
+EM_JS(void, js_ws_open, (void), { G4.wsOpen(); })
+EM_JS(int, js_ws_send, (const char *text), { return G4.wsSend(UTF8ToString(text)); })
+EM_JS(void, js_upload, (int att, unsigned image_id), { G4.upload(att, image_id >>> 0); })
+EM_JS(void, js_forget, (int att), { G4.forget(att); })
+EM_JS(void, js_timer, (int id, int ms), { G4.timer(id, ms); })
+EM_JS(double, js_now, (void), { return Date.now(); })
 EM_JS(int, js_store_set, (const char *key, const char *value),
-      { return G4.storeSet(UTF8ToString(key), UTF8ToString(value)); });
+      { return G4.storeSet(UTF8ToString(key), UTF8ToString(value)); })
 EM_JS(char *, js_store_get, (const char *key), {
     var s = G4.storeGet(UTF8ToString(key));
     if (s === null) return 0;
     var n = lengthBytesUTF8(s) + 1, p = _malloc(n);
     stringToUTF8(s, p, n);
     return p;
-});
-EM_JS(void, js_store_del, (const char *key), { G4.storeDel(UTF8ToString(key)); });
+})
+EM_JS(void, js_store_del, (const char *key), { G4.storeDel(UTF8ToString(key)); })
 
 void plat_html(const char *id, const char *html) { js_html(id, html); }
 void plat_text(const char *id, const char *text) { js_text(id, text); }
