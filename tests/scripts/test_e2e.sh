@@ -34,5 +34,11 @@ done
 start_server e2e --context 1024 --kiosk-idle 3 || exit 1
 run_node "e2e web" tests/e2e/web.mjs "$BASE" "$art" "$tmp"
 check "server exits 0 on SIGTERM" stop_server
+
+# --kiosk: every visitor of / gets the kiosk
+start_server kiosk --kiosk || exit 1
+check "--kiosk serves the kiosk page at /" sh -c "curl -sf '$BASE/' | grep -q 'data-page=\"kiosk\"'"
+check "--kiosk keeps the dashboard" sh -c "curl -sf '$BASE/dashboard' | grep -q 'data-page=\"dashboard\"'"
+check "server exits 0 on SIGTERM" stop_server
 ls "$art"
 finish
