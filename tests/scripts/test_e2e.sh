@@ -38,7 +38,7 @@ check "server exits 0 on SIGTERM" stop_server
 # --kiosk: every visitor of / gets the kiosk
 start_server kiosk --kiosk || exit 1
 check "--kiosk serves the kiosk page at /" sh -c "curl -sf '$BASE/' | grep -q 'data-page=\"kiosk\"'"
-check "--kiosk keeps the dashboard" sh -c "curl -sf '$BASE/dashboard' | grep -q 'data-page=\"dashboard\"'"
+check "--kiosk keeps the dashboard" sh -c "curl -sfL '$BASE/dashboard' | grep -q 'data-page=\"dashboard\"'"
 check "server exits 0 on SIGTERM" stop_server
 ls "$art"
 finish
