@@ -21,7 +21,7 @@ PKG_LIBS   = $(shell pkg-config --libs $(PKGS) 2>/dev/null) -ljpeg -lz
 
 CFLAGS    ?= -O2 -g
 CFLAGS    += -std=c11 -Wall -Wextra -pedantic -Werror -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE \
-             -pthread -Ibackend -Ishared $(PKG_CFLAGS)
+             -pthread -Ibackend -Ishared -Iwebui $(PKG_CFLAGS)
 LDLIBS    += $(PKG_LIBS) -lm -lpthread
 
 ifeq ($(SAN),1)
@@ -34,12 +34,13 @@ CUDA_DIR      := $(patsubst %/bin/nvcc,%,$(NVCC))
 HAVE_CUDA     := $(if $(NVCC),1,)
 BACKEND_SRC   := $(filter-out backend/main.c backend/engine/cuda/%,$(shell find backend -name '*.c' | sort))
 SHARED_SRC    := $(sort $(wildcard shared/*.c))
+WEBUI_SRC     := $(filter-out webui/platform_%.c,$(sort $(wildcard webui/*.c)))
 CUDA_HOST_SRC := $(sort $(wildcard backend/engine/cuda/*.c))
 KERNEL_SRC    := $(sort $(wildcard kernels/*.cu))
 TEST_SRC      := $(sort $(wildcard tests/unit/test_*.c))
 BENCH_SRC     := $(sort $(wildcard tests/bench/bench_*.c))
 
-LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BACKEND_SRC) $(SHARED_SRC))
+LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BACKEND_SRC) $(SHARED_SRC) $(WEBUI_SRC))
 ifneq ($(HAVE_CUDA),)
 CFLAGS  += -DG4_HAVE_CUDA=1
 CUDA_CFLAGS := -I$(CUDA_DIR)/include -Ikernels
@@ -61,7 +62,7 @@ help:
 	@echo "make test     deps + build + every test; last line 'N passed, N failed'"
 	@echo "make asan     the tests again under AddressSanitizer + UBSan (build-asan/)"
 	@echo "make bench    benchmarks that print tables (figures go to docs/perf.md)"
-	@echo "make webui    the wasm image module build/web/g4img.{js,wasm} (part of all when emcc exists)"
+	@echo "make webui    the web client in build/web: pages, g4client.wasm, g4img.wasm (part of all when emcc exists)"
 	@echo "make fuzz     libFuzzer runs of the image decoder and frame decoder (FUZZ_SECONDS=300 each)"
 	@echo "make clean    remove build folders"
 	@echo "variables:    CC=$(CC) NVCC=$(NVCC) CUDA_ARCH=$(CUDA_ARCH) EMCC=$(EMCC) BUILD=$(BUILD)"
@@ -145,7 +146,8 @@ bench: deps
 	@$(MAKE) --no-print-directory -j$(JOBS) all $(BENCH_BIN)
 	@for b in $(BENCH_BIN); do echo "== $$b"; G4=$(BUILD)/g4 G4_BUILD=$(BUILD) $$b || exit 1; done
 
-# The web client's image module (shared/ + Emscripten-built image libraries, cached in .wasm-deps/).
+# The web client (webui/*.c, shared/ and the Emscripten-built libraries cached in .wasm-deps/) and its pages,
+# in $(BUILD)/web beside $(BUILD)/g4, where `g4 serve` finds them.
 webui:
 	@sh webui/build-wasm.sh $(BUILD)/web
 

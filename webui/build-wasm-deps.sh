@@ -5,7 +5,8 @@
 #   sh webui/build-wasm-deps.sh            builds into .wasm-deps/ (ignored by git) unless already built
 #   WASM_DEPS=DIR sh webui/build-wasm-deps.sh
 #
-# Result: DIR/lib/{libz,libpng,libjpeg,libwebp}.a and DIR/include/ with their headers. The sources are
+# Result: DIR/lib/{libz,libpng,libjpeg,libwebp,libcjson}.a and DIR/include/ with their headers (cJSON is for
+# the client module, webui/app.c and friends). The sources are
 # fetched at build time with `apt-get source` (needs deb-src lines: `make deps` adds them) and never
 # committed. A stamp file makes a second run a no-op; delete DIR to rebuild. Plain `emcc -c` + `emar` over
 # explicit file lists (no configure/cmake: Emscripten 3.1.6's emcmake passes node a flag node 20 rejects, and
@@ -17,14 +18,14 @@ STAMP="$DEPS/stamp-v1"
 EMCC=${EMCC:-emcc}
 EMAR=${EMAR:-emar}
 JOBS=${JOBS:-2}
-[ -f "$STAMP" ] && exit 0
+[ -f "$STAMP" ] && [ -f "$DEPS/lib/libcjson.a" ] && exit 0
 command -v "$EMCC" >/dev/null || { echo "build-wasm-deps: $EMCC not found (apt-get install emscripten)" >&2; exit 1; }
 export NODE_PATH=${NODE_PATH:-/usr/share/nodejs}
 
 mkdir -p "$DEPS/src" "$DEPS/obj" "$DEPS/lib" "$DEPS/include/webp"
 cd "$DEPS/src"
 # One folder per source package; fetched once.
-for pkg in zlib libpng1.6 libjpeg-turbo libwebp; do
+for pkg in zlib libpng1.6 libjpeg-turbo libwebp cjson; do
     case $pkg in libpng1.6) pat='libpng1.6-*' ;; *) pat="$pkg-*" ;; esac
     if ! ls -d $pat/ >/dev/null 2>&1; then
         echo "build-wasm-deps: apt-get source $pkg/bookworm"
@@ -35,12 +36,14 @@ ZLIB=$(ls -d "$DEPS"/src/zlib-*/ | head -n 1)
 PNG=$(ls -d "$DEPS"/src/libpng1.6-*/ | head -n 1)
 JPEG=$(ls -d "$DEPS"/src/libjpeg-turbo-*/ | head -n 1)
 WEBP=$(ls -d "$DEPS"/src/libwebp-*/ | head -n 1)
+CJSON=$(ls -d "$DEPS"/src/cjson-*/ | head -n 1)
 
 CFLAGS="-O2 -w"
 
 # build LIB SRCDIR CFLAGS FILE...: compiles FILEs (relative to SRCDIR) in parallel, archives them.
 build() {
     lib=$1; dir=$2; flags=$3; shift 3
+    [ -f "$STAMP" ] && [ -f "$DEPS/lib/$lib.a" ] && return 0 # built by an earlier run (before cJSON joined)
     mkdir -p "$DEPS/obj/$lib"
     for f in "$@"; do echo "$f"; done | xargs -P "$JOBS" -I{} sh -c \
         'o="$0/$(echo "{}" | tr / _).o"; '"$EMCC"' '"$CFLAGS $flags"' -c "$1/{}" -o "$o"' "$DEPS/obj/$lib" "$dir"
@@ -94,6 +97,10 @@ build libwebp "$WEBP" "-I$WEBP -I$WEBP/src" \
     src/utils/random_utils.c src/utils/thread_utils.c src/utils/utils.c
 cp "$WEBP"/src/webp/decode.h "$WEBP"/src/webp/demux.h "$WEBP"/src/webp/types.h "$WEBP"/src/webp/mux_types.h \
     "$DEPS/include/webp/"
+
+# cJSON (the web client's JSON, the same library the server uses natively)
+build libcjson "$CJSON" "" cJSON.c
+cp "$CJSON/cJSON.h" "$DEPS/include/"
 
 date > "$STAMP"
 echo "build-wasm-deps: done ($DEPS)"

@@ -2,16 +2,35 @@
  * serving logic here. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "server/limits.h"
 #include "server/server.h"
+
+/* The web client's folder when --webui is not given: `web` beside this executable when it holds index.html
+ * (make builds build/g4 and build/web/ side by side: the pages with their wasm modules), else webui/ (the
+ * pages alone, without the modules). */
+static const char *default_webui(char *buf, size_t cap)
+{
+    char probe[1100];
+    ssize_t n = readlink("/proc/self/exe", buf, cap - 1);
+    if (n <= 0) return "webui";
+    buf[n] = 0;
+    char *slash = strrchr(buf, '/');
+    if (!slash || (size_t)(slash - buf) + 5 > cap) return "webui";
+    strcpy(slash + 1, "web");
+    snprintf(probe, sizeof probe, "%s/index.html", buf);
+    return access(probe, R_OK) == 0 ? buf : "webui";
+}
 
 int cmd_serve(int argc, char **argv)
 {
     const char *name = "serve";
     struct srv_opts o;
     long v;
+    int webui_set = 0;
+    char exe_web[1024];
     srv_opts_init(&o);
     for (int i = 0; i < argc; i++) {
         const char *a = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -59,12 +78,17 @@ int cmd_serve(int argc, char **argv)
             if (o.n_allow_origins == SRV_MAX_ALLOW_ORIGINS)
                 return cmd_usage_error(name, "at most %d --allow-origin", SRV_MAX_ALLOW_ORIGINS);
             o.allow_origins[o.n_allow_origins++] = val;
+        } else if (!strcmp(a, "--kiosk-idle")) {
+            if (cmd_parse_int(name, a, val, 1, 86400, &v)) return 2;
+            o.kiosk_idle_s = (int)v;
         } else if (!strcmp(a, "--webui")) {
             o.webui_dir = val;
+            webui_set = 1;
         } else {
             return cmd_usage_error(name, "unknown argument %s", a);
         }
     }
     if (!o.model_dir) return cmd_usage_error(name, "--model DIR is required");
+    if (!webui_set) o.webui_dir = default_webui(exe_web, sizeof exe_web);
     return srv_run(&o);
 }

@@ -130,8 +130,9 @@ static int write_checkpoint(const char *dir, const struct cfg_tiny *tiny, uint64
     char path[1200];
     struct cfg_model *cfg = g4_calloc(1, sizeof *cfg);
     struct fill_ctx fc = {.rng = {seed * 0x2545f4914f6cdd1dull + 1}, .fast = fast};
-    cJSON *gen = NULL;
+    cJSON *gen = NULL, *meta = cJSON_CreateObject();
     int rc = -1;
+    cJSON_AddStringToObject(meta, "g4_weights", "random"); /* g4 serve tells the page: a demo model */
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
         g4_errf(err, "%s: cannot create: %s", dir, strerror(errno));
         goto done;
@@ -139,13 +140,14 @@ static int write_checkpoint(const char *dir, const struct cfg_tiny *tiny, uint64
     if (util_path_join(path, sizeof path, dir, "config.json") || cfg_write_tiny(path, tiny, err)) goto done;
     if (cfg_load(path, cfg, err)) goto done;
     if (cfg_for_each_tensor(cfg, CFG_CHECK_ALL, fill_tensor, &fc)) goto done;
-    if (util_path_join(path, sizeof path, dir, "model.safetensors") || st_write(path, fc.t, fc.n, NULL, err))
+    if (util_path_join(path, sizeof path, dir, "model.safetensors") || st_write(path, fc.t, fc.n, meta, err))
         goto done;
     gen = cfg_tiny_generation_json();
     if (util_path_join(path, sizeof path, dir, "generation_config.json") || cfg_write_json(path, gen, err)) goto done;
     if (tokenizer_src && tok_build_gemma4(tokenizer_src, dir, err)) goto done;
     rc = 0;
 done:
+    cJSON_Delete(meta);
     for (int i = 0; i < fc.n; i++) {
         free(fc.data[i]);
         free((char *)fc.t[i].name);

@@ -31,6 +31,7 @@
 #define SRV_DEFAULT_MAX_QUEUE 64         /* --max-queue: waiting requests (being prepared or queued) */
 #define SRV_MAX_QUEUE_LIMIT 4096
 #define SRV_DEFAULT_CONNS_PER_ADDR 64    /* --max-conns-per-addr: open connections from one client address */
+#define SRV_DEFAULT_KIOSK_IDLE_S 120     /* --kiosk-idle: seconds before the kiosk page starts over */
 #define SRV_MAX_REQUESTS_PER_CONN 8      /* running requests on one WebSocket connection */
 #define SRV_MAX_CTL_QUEUE 64             /* service replies (errors, acks) waiting on one WebSocket; past it the
                                             connection, which sends without reading, is closed */

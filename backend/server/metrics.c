@@ -106,6 +106,7 @@ char *metrics_snapshot_json(struct srv *s)
     cJSON_AddNumberToObject(o, "drafts_accepted", (double)st.draft_accepted);
     cJSON_AddNumberToObject(o, "prompt_cache_hits", (double)st.cache_hits);
     cJSON_AddNumberToObject(o, "gpu_memory_bytes", s->on_gpu ? s->engine_bytes : 0);
+    cJSON_AddNumberToObject(o, "engine_memory_bytes", s->engine_bytes);
     cJSON_AddNumberToObject(o, "connections", s->n_conns);
     j = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);

@@ -31,6 +31,7 @@ void srv_opts_init(struct srv_opts *o)
     o->context = SRV_DEFAULT_CONTEXT;
     o->max_conns_per_addr = SRV_DEFAULT_CONNS_PER_ADDR;
     o->webui_dir = "webui";
+    o->kiosk_idle_s = SRV_DEFAULT_KIOSK_IDLE_S;
 }
 
 static void wake(void *ctx);
@@ -141,7 +142,10 @@ static void print_urls(struct srv *s)
                 char a[INET_ADDRSTRLEN];
                 if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
                 inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, a, sizeof a);
-                if (strncmp(a, "127.", 4)) printf("g4 serve: on the LAN: http://%s:%d/\n", a, s->port);
+                if (strncmp(a, "127.", 4)) {
+                    printf("g4 serve: on the LAN: http://%s:%d/\n", a, s->port);
+                    if (!s->lan_url[0]) snprintf(s->lan_url, sizeof s->lan_url, "http://%s:%d/", a, s->port);
+                }
             }
             freeifaddrs(ifs);
         }

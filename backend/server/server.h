@@ -16,6 +16,7 @@ struct srv_opts {
     enum engine_device device;   /* when !device_auto */
     const char *api_key;         /* NULL: no key */
     int kiosk;                   /* serve the kiosk page at / */
+    int kiosk_idle_s;            /* the kiosk page starts over after this many idle seconds (ready message) */
     int max_streams;             /* engine streams */
     int max_queue;               /* waiting requests */
     int context;                 /* positions per stream */

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "frame.h"
+#include "model/safetensors.h"
 #include "server/srv.h"
 
 /* ---- small helpers ------------------------------------------------------------------------------------- */
@@ -104,6 +105,7 @@ void ws_established(struct srv *s, struct srv_conn *c)
     cJSON *o = cJSON_CreateObject(), *d, *l;
     char *msg;
     const struct samp_params *p = &s->defaults.params;
+    const char *demo = st_metadata(s->m->weights, "g4_weights"); /* "random": g4 make-tiny-model wrote it */
     c->is_ws = 1;
     s->n_ws++;
     cJSON_AddStringToObject(o, "type", "ready");
@@ -112,6 +114,9 @@ void ws_established(struct srv *s, struct srv_conn *c)
     cJSON_AddNumberToObject(o, "context", s->o.context);
     cJSON_AddNumberToObject(o, "max_soft_tokens", s->budget);
     cJSON_AddBoolToObject(o, "kiosk", s->o.kiosk);
+    cJSON_AddNumberToObject(o, "kiosk_idle_s", s->o.kiosk_idle_s);
+    cJSON_AddBoolToObject(o, "demo", demo && !strcmp(demo, "random"));
+    if (s->lan_url[0]) cJSON_AddStringToObject(o, "lan_url", s->lan_url);
     d = cJSON_AddObjectToObject(o, "defaults");
     cJSON_AddNumberToObject(d, "temperature", round(p->temperature * 1e6) / 1e6); /* floats as set, not as stored */
     cJSON_AddNumberToObject(d, "top_p", round(p->top_p * 1e6) / 1e6);
