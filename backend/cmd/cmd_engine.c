@@ -10,6 +10,7 @@
 #include "cmd/cmd.h"
 #include "cmd/cmd_prompt.h"
 #include "engine/engine.h"
+#include "engine/gen_defaults.h"
 #include "engine/prefill.h"
 #include "engine/sampler.h"
 #include "model/model.h"
@@ -70,21 +71,6 @@ done:
 }
 
 /* ---- generate ------------------------------------------------------------------------------------------ */
-
-/* Sampling parameters: the checkpoint's generation_config, then the command line. */
-static void params_from_model(const struct g4_model *m, struct samp_params *p)
-{
-    const struct cfg_gen *g = &m->gen;
-    samp_params_init(p);
-    p->temperature = g->do_sample ? (float)g->temperature : 0.0f;
-    p->top_k = g->top_k;
-    p->top_p = (float)g->top_p;
-    p->min_p = (float)g->min_p;
-    for (int i = 0; i < g->n_stop && p->n_stop_ids < SAMP_MAX_STOP_IDS; i++) p->stop_ids[p->n_stop_ids++] = g->stop_ids[i];
-    for (int i = 0; i < g->n_suppress && p->n_suppress_ids < SAMP_MAX_SUPPRESS_IDS; i++)
-        p->suppress_ids[p->n_suppress_ids++] = g->suppress_ids[i];
-    if (g->max_new_tokens > 0) p->max_tokens = g->max_new_tokens;
-}
 
 struct gen_flags {
     int json;
@@ -164,7 +150,7 @@ int cmd_generate(int argc, char **argv)
         int n_stop_strings = p.n_stop_strings;
         char saved[SAMP_MAX_STOP_STRINGS][SAMP_MAX_STOP_STRING_LEN + 1];
         memcpy(saved, p.stop_strings, sizeof saved);
-        params_from_model(m, &p);
+        gen_defaults_params(&m->gen, &p);
         memcpy(p.stop_strings, saved, sizeof saved);
         p.n_stop_strings = n_stop_strings;
     }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "engine/gen_defaults.h"
 #include "model/tokenizer.h"
 #include "server/srv.h"
 
@@ -71,17 +72,7 @@ static void *sig_main(void *arg)
 /* Request defaults from the checkpoint's generation_config (as `g4 generate` reads them). */
 static void defaults_from_model(struct srv *s)
 {
-    const struct cfg_gen *g = &s->m->gen;
-    struct samp_params *p = &s->defaults.params;
-    samp_params_init(p);
-    p->temperature = g->do_sample ? (float)g->temperature : 0.0f;
-    p->top_k = g->top_k;
-    p->top_p = (float)g->top_p;
-    p->min_p = (float)g->min_p;
-    for (int i = 0; i < g->n_stop && p->n_stop_ids < SAMP_MAX_STOP_IDS; i++) p->stop_ids[p->n_stop_ids++] = g->stop_ids[i];
-    for (int i = 0; i < g->n_suppress && p->n_suppress_ids < SAMP_MAX_SUPPRESS_IDS; i++)
-        p->suppress_ids[p->n_suppress_ids++] = g->suppress_ids[i];
-    if (g->max_new_tokens > 0) p->max_tokens = g->max_new_tokens;
+    gen_defaults_params(&s->m->gen, &s->defaults.params);
     s->defaults.vocab = s->m->cfg.text.vocab;
     s->budget = 0;
     if (s->m->cfg.vision.kind == CFG_VISION_EMBEDDER) {
