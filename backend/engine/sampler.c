@@ -419,9 +419,9 @@ int32_t samp_pick_sorted(const struct samp_params *p, const float *logits, const
     return ids[lo];
 }
 
-/* Above this top_k, radix selection (two passes over the row, ~0.9 ms at V = 262144 on the build machine)
- * beats the heap, whose sift-downs grow with k (bench_sampler: ~0.2 ms at k = 256, ~0.8 ms at k = 1000). */
-#define SAMP_HEAP_MAX_K 1024
+/* Above this top_k, radix selection (two passes over the row, ~0.8 ms at V = 262144 on the build machine)
+ * beats the heap, whose sift-downs grow with k (bench_sampler: ~0.2 ms at k = 256, ~0.9 ms at k = 1000). */
+#define SAMP_HEAP_MAX_K 512
 
 int32_t samp_sample(const struct samp_params *p, const float *logits, uint64_t position, samp_ws *ws)
 {
