@@ -63,8 +63,7 @@ int engine_stream_open(struct engine *e)
     for (int s = 0; s < e->opts.max_streams; s++) {
         if (e->used[s]) continue;
         e->used[s] = 1;
-        e->length[s] = 0;
-        e->be->stream_reset(e->impl, s);
+        e->length[s] = 0; /* backends never read cache rows at or past a stream's length */
         return s;
     }
     return -1;
@@ -91,7 +90,6 @@ void engine_stream_truncate(struct engine *e, int stream, int n)
     G4_CHECK(len - n <= ENGINE_MAX_WINDOW || len <= window || n == 0,
              "truncate stream %d by %d rows past its window", stream, len - n);
     e->length[stream] = n;
-    if (n == 0) e->be->stream_reset(e->impl, stream);
 }
 
 void engine_stream_skip(struct engine *e, int stream, int n)
@@ -179,6 +177,12 @@ int32_t engine_embedding_id(const struct g4_model *m, int32_t tok)
     if (tok == c->image_token_id || tok == c->video_token_id || tok == c->audio_token_id)
         return c->text.pad_id >= 0 ? c->text.pad_id : 0;
     return tok;
+}
+
+int engine_cache_rows(const struct cfg_layer *l, int max_context)
+{
+    int rows = l->is_full ? max_context : l->window - 1 + ENGINE_MAX_WINDOW;
+    return rows < max_context ? rows : max_context;
 }
 
 const struct g4_model *engine_model(const struct engine *e)

@@ -109,6 +109,11 @@ int engine_embed_image(struct engine *e, const uint8_t *patches, const int32_t *
  * as text, or a placeholder with no image). Both backends use this. */
 int32_t engine_embedding_id(const struct g4_model *m, int32_t tok);
 
+/* Cache rows a stream keeps for layer l: the whole context for a full layer; for a sliding layer the window
+ * minus one plus ENGINE_MAX_WINDOW, so that dropping rejected draft rows never loses a key still in the window.
+ * Both backends size their caches with this one rule. */
+int engine_cache_rows(const struct cfg_layer *l, int max_context);
+
 /* The model this engine runs. */
 const struct g4_model *engine_model(const struct engine *e);
 

@@ -12,8 +12,6 @@ struct engine_backend {
     /* Loads weights, allocates KV for opts->max_streams × opts->max_context. NULL with err. */
     void *(*create)(const struct g4_model *m, const struct engine_opts *opts, char *err);
     void (*destroy)(void *impl);
-    /* Empties a stream's state (called on open). */
-    void (*stream_reset)(void *impl, int stream);
     /* Runs validated items; lengths[] holds each stream's length before the step. Bugs abort. */
     void (*step)(void *impl, const struct engine_item *items, int n_items, const int *lengths);
     int (*embed_image)(void *impl, const uint8_t *patches, const int32_t *positions, int n, float *out, char *err);

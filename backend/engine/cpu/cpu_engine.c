@@ -84,12 +84,6 @@ fail:
     return NULL;
 }
 
-static void cpu_stream_reset(void *impl, int stream)
-{
-    (void)impl;
-    (void)stream; /* stale rows are never read: attention only reads positions below the stream's length */
-}
-
 static void cpu_step(void *impl, const struct engine_item *items, int n_items, const int *lengths)
 {
     struct cpu_engine *e = impl;
@@ -133,7 +127,6 @@ const struct engine_backend engine_cpu_backend = {
     .name = "cpu",
     .create = cpu_create,
     .destroy = cpu_destroy,
-    .stream_reset = cpu_stream_reset,
     .step = cpu_step,
     .embed_image = cpu_embed_image,
     .memory = cpu_memory,

@@ -42,8 +42,7 @@ static int load_layer(struct cpu_engine *e, int i, char *err)
     free(scalar);
     l->inv_freq = g4_malloc((size_t)(cl->head_dim / 2) * sizeof *l->inv_freq);
     cfg_rope_inv_freq(cl, l->inv_freq);
-    l->cache_rows = cl->is_full ? e->opts.max_context : cl->window - 1 + ENGINE_MAX_WINDOW;
-    if (l->cache_rows > e->opts.max_context) l->cache_rows = e->opts.max_context;
+    l->cache_rows = engine_cache_rows(cl, e->opts.max_context);
     return 0;
 }
 

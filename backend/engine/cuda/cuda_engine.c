@@ -91,8 +91,7 @@ static int load_layer(struct cuda_engine *e, int i, char *err)
     v = g4_malloc((size_t)(D / 2) * sizeof *v);
     cfg_rope_inv_freq(cl, v);
     l->inv_freq = cuda_upload_f32(e, v, (size_t)(D / 2));
-    l->cap = cl->is_full ? e->opts.max_context : cl->window - 1 + ENGINE_MAX_WINDOW;
-    if (l->cap > e->opts.max_context) l->cap = e->opts.max_context;
+    l->cap = engine_cache_rows(cl, e->opts.max_context);
     return 0;
 }
 
@@ -222,12 +221,6 @@ fail:
     return NULL;
 }
 
-static void cuda_stream_reset(void *impl, int stream)
-{
-    (void)impl;
-    (void)stream; /* positions past a stream's length are never read */
-}
-
 static void cuda_step(void *impl, const struct engine_item *items, int n_items, const int *lengths)
 {
     struct cuda_engine *e = impl;
@@ -284,7 +277,6 @@ const struct engine_backend engine_cuda_backend = {
     .name = "cuda",
     .create = cuda_create,
     .destroy = cuda_destroy,
-    .stream_reset = cuda_stream_reset,
     .step = cuda_step,
     .embed_image = cuda_embed_image,
     .memory = cuda_memory,
