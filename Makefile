@@ -30,8 +30,11 @@ LDFLAGS   += -fsanitize=address,undefined
 endif
 
 # --- sources -------------------------------------------------------------------------------------------
-CUDA_DIR      := $(patsubst %/bin/nvcc,%,$(NVCC))
-HAVE_CUDA     := $(if $(NVCC),1,)
+# The toolkit folder: beside nvcc when nvcc is the toolkit's own, else /usr/local/cuda (nvcc may be a
+# wrapper script in /usr/local/bin). The CUDA path is built only when the toolkit's headers are there.
+CUDA_DIR      ?= $(firstword $(foreach d,$(patsubst %/bin/nvcc,%,$(NVCC)) /usr/local/cuda,\
+                   $(if $(wildcard $(d)/include/cuda_runtime.h),$(d))))
+HAVE_CUDA     := $(if $(NVCC),$(if $(CUDA_DIR),1))
 BACKEND_SRC   := $(filter-out backend/main.c backend/engine/cuda/%,$(shell find backend -name '*.c' | sort))
 SHARED_SRC    := $(sort $(wildcard shared/*.c))
 WEBUI_SRC     := $(filter-out webui/platform_%.c,$(sort $(wildcard webui/*.c)))
