@@ -1,7 +1,8 @@
 /* cmd_bench — `g4 bench`: the engine's speed on a checkpoint (real, or random weights of a real shape made
  * with --shape), printed as a markdown table for docs/perf.md. Decode tokens/s at several stream counts and
- * contexts with the fraction of the bandwidth floor, decode windows against one row, prefill tokens/s, time
- * to first token, memory. Timing: CUDA events are not used here; every step ends in a device sync inside the
+ * contexts with the fraction of the bandwidth floor, decode windows against one row, prefill tokens/s (prompts
+ * longer than the main engine's context in an engine of their own), time to first token with and without an
+ * image, memory. Timing: CUDA events are not used here; every step ends in a device sync inside the
  * engine, and the host clock brackets whole steps (medians of repeated steps, after warm-up). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,11 +78,58 @@ static double time_prefill(struct engine *e, int T, int V)
     return t0;
 }
 
+/* Seconds to first token for a prompt of T rows holding one image of n_patches soft tokens (random patches on
+ * a 14-column grid) after a few text rows: the image's embedding plus the prefill, logits of the last row. */
+static double time_prefill_image(struct engine *e, const struct cfg_model *c, int T, int n_patches)
+{
+    int32_t *ids = g4_malloc((size_t)T * sizeof *ids), *pos = g4_malloc((size_t)n_patches * 2 * sizeof *pos);
+    uint8_t *px = g4_malloc((size_t)n_patches * 6912);
+    float *logits = g4_malloc((size_t)c->text.vocab * sizeof *logits);
+    char err[G4_ERR_MAX];
+    int s = engine_stream_open(e), first = 8;
+    struct prefill_image img = {px, pos, n_patches};
+    double t0;
+    for (int i = 0; i < T; i++) ids[i] = i ? 1000 + (i * 7919) % 200000 : 2;
+    ids[first - 1] = c->boi_token_id;
+    for (int i = 0; i < n_patches; i++) ids[first + i] = c->image_token_id;
+    ids[first + n_patches] = c->eoi_token_id;
+    for (int i = 0; i < n_patches; i++) pos[2 * i] = i % 14, pos[2 * i + 1] = i / 14;
+    for (size_t i = 0; i < (size_t)n_patches * 6912; i++) px[i] = (uint8_t)(i * 2654435761u >> 24);
+    t0 = util_now();
+    G4_CHECK(prefill_run(e, s, ids, T, &img, 1, ENGINE_CHUNK_ROWS, logits, 0, err) == 0, "%s", err);
+    t0 = util_now() - t0;
+    engine_stream_close(e, s);
+    free(ids);
+    free(pos);
+    free(px);
+    free(logits);
+    return t0;
+}
+
+/* Prefills longer than the main engine's context, each in an engine of one stream made for it. */
+static int long_prefills(struct g4_model *m, struct engine_opts o, const int *lens, int n, long max_prefill,
+                         int done_below, char *err)
+{
+    for (int p = 0; p < n; p++) {
+        struct engine *e;
+        double t;
+        if (lens[p] < done_below || lens[p] > max_prefill) continue;
+        o.max_streams = 1;
+        o.max_context = lens[p] + ENGINE_MAX_WINDOW;
+        if (!(e = engine_create(m, &o, err))) return -1;
+        t = time_prefill(e, lens[p], m->cfg.text.vocab);
+        printf("| %d (own engine: 1 stream, context %d) | %.3f | %.0f |\n", lens[p], o.max_context, t, lens[p] / t);
+        fflush(stdout);
+        engine_destroy(e);
+    }
+    return 0;
+}
+
 int cmd_bench(int argc, char **argv)
 {
     const char *dir = NULL, *shape = NULL;
     enum engine_device dev = ENGINE_CUDA;
-    long max_prefill = 8192;
+    long max_prefill = 8192, layers = 0;
     char err[G4_ERR_MAX];
     struct g4_model *m;
     struct engine *e;
@@ -99,6 +147,8 @@ int cmd_bench(int argc, char **argv)
             else if (strcmp(argv[i], "cuda")) return cmd_usage_error("bench", "--device must be cpu or cuda");
         } else if (!strcmp(argv[i], "--max-prefill") && i + 1 < argc) {
             if (cmd_parse_int("bench", "--max-prefill", argv[++i], 512, 32768, &max_prefill)) return 2;
+        } else if (!strcmp(argv[i], "--layers") && i + 1 < argc) {
+            if (cmd_parse_int("bench", "--layers", argv[++i], 1, 1000, &layers)) return 2;
         } else return cmd_usage_error("bench", "unknown argument %s", argv[i]);
     }
     if (!dir) return cmd_usage_error("bench", "--model DIR is required (with --shape, where to write the weights)");
@@ -109,7 +159,7 @@ int cmd_bench(int argc, char **argv)
         if (stat(cfgp, &st) != 0) {
             double t0 = util_now();
             fprintf(stderr, "g4 bench: writing random %s-shaped weights to %s\n", shape, dir);
-            if (tiny_model_write_shape(dir, shape, 1, NULL, err)) goto fail_msg;
+            if (tiny_model_write_shape(dir, shape, (int)layers, 1, NULL, err)) goto fail_msg;
             fprintf(stderr, "g4 bench: written in %.1f s\n", util_now() - t0);
         }
     }
@@ -161,10 +211,28 @@ int cmd_bench(int argc, char **argv)
         printf("| %d | %.3f | %.0f |\n", prefills[p], t, prefills[p] / t);
         fflush(stdout);
     }
+    engine_destroy(e);
+    e = NULL;
+    if (long_prefills(m, o, prefills, (int)(sizeof prefills / sizeof *prefills), max_prefill, o.max_context, err)) {
+        model_free(m);
+        goto fail_msg;
+    }
+    o.max_streams = 1;
+    o.max_context = 1024 + ENGINE_MAX_WINDOW;
+    if (!(e = engine_create(m, &o, err))) {
+        model_free(m);
+        goto fail_msg;
+    }
     {
         double ttft = time_prefill(e, 1000, m->cfg.text.vocab);
         ttft = time_prefill(e, 1000, m->cfg.text.vocab);
         printf("\ntime to first token, 1000-token prompt: %.1f ms\n", ttft * 1e3);
+        if (m->cfg.vision.kind != CFG_VISION_NONE) {
+            double ti = time_prefill_image(e, &m->cfg, 1000, 280);
+            ti = time_prefill_image(e, &m->cfg, 1000, 280);
+            printf("time to first token, 1000-token prompt holding one 280-patch image: %.1f ms (%.1f ms more)\n",
+                   ti * 1e3, (ti - ttft) * 1e3);
+        }
     }
     engine_destroy(e);
     model_free(m);

@@ -258,7 +258,7 @@ done:
 int cmd_make_tiny_model(int argc, char **argv)
 {
     const char *dir = NULL, *src = DEFAULT_TOKENIZER_SRC, *shape = NULL;
-    long seed = 1;
+    long seed = 1, layers = 0;
     char err[G4_ERR_MAX];
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--seed") && i + 1 < argc) {
@@ -267,6 +267,8 @@ int cmd_make_tiny_model(int argc, char **argv)
             src = argv[++i];
         } else if (!strcmp(argv[i], "--shape") && i + 1 < argc) {
             shape = argv[++i];
+        } else if (!strcmp(argv[i], "--layers") && i + 1 < argc) {
+            if (cmd_parse_int("make-tiny-model", "--layers", argv[++i], 1, 1000, &layers)) return 2;
         } else if (argv[i][0] != '-' && !dir) {
             dir = argv[i];
         } else {
@@ -274,7 +276,8 @@ int cmd_make_tiny_model(int argc, char **argv)
         }
     }
     if (!dir) return cmd_usage_error("make-tiny-model", "the output directory is required");
-    if (shape ? tiny_model_write_shape(dir, shape, (uint64_t)seed, NULL, err)
+    if (layers && !shape) return cmd_usage_error("make-tiny-model", "--layers goes with --shape");
+    if (shape ? tiny_model_write_shape(dir, shape, (int)layers, (uint64_t)seed, NULL, err)
               : tiny_model_write(dir, (uint64_t)seed, src, err)) {
         fprintf(stderr, "g4 make-tiny-model: %s\n", err);
         return 1;

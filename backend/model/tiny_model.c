@@ -166,7 +166,8 @@ int tiny_model_write(const char *dir, uint64_t seed, const char *tokenizer_src, 
     return write_checkpoint(dir, &tiny, seed, 0, tokenizer_src, err);
 }
 
-int tiny_model_write_shape(const char *dir, const char *shape, uint64_t seed, const char *tokenizer_src, char *err)
+int tiny_model_write_shape(const char *dir, const char *shape, int layers, uint64_t seed, const char *tokenizer_src,
+                           char *err)
 {
     struct cfg_tiny t;
     cfg_tiny_defaults(&t);
@@ -184,6 +185,9 @@ int tiny_model_write_shape(const char *dir, const char *shape, uint64_t seed, co
     } else {
         return g4_errf(err, "unknown shape '%s' (12b, 31b)", shape);
     }
+    if (layers < 0 || layers > t.n_layers)
+        return g4_errf(err, "--layers %d: the %s shape has %d layers", layers, shape, t.n_layers);
+    if (layers) t.n_layers = layers;
     t.mm_embed_dim = t.hidden;
     return write_checkpoint(dir, &t, seed, 1, tokenizer_src, err);
 }

@@ -11,7 +11,10 @@ int tiny_model_write(const char *dir, uint64_t seed, const char *tokenizer_src, 
 
 /* Random weights of a real shape for speed measurements ("12b": Gemma 4 12B unified; "31b": the 31B text
  * decoder's dimensions in the unified layout): same files, no tokenizer when tokenizer_src is NULL. Values
- * are uniform random bf16 (cheap to make at 12 billion), never zeros. 0, or -1 with err (unknown shape). */
-int tiny_model_write_shape(const char *dir, const char *shape, uint64_t seed, const char *tokenizer_src, char *err);
+ * are uniform random bf16 (cheap to make at 12 billion), never zeros. layers: 0 for the shape's own depth,
+ * or fewer (the first `layers` of its pattern: the 31B's 62 GB do not fit a 64 GB disk beside anything else).
+ * 0, or -1 with err (unknown shape, too many layers). */
+int tiny_model_write_shape(const char *dir, const char *shape, int layers, uint64_t seed, const char *tokenizer_src,
+                           char *err);
 
 #endif
