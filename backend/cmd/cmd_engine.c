@@ -175,8 +175,11 @@ int cmd_generate(int argc, char **argv)
     s = engine_stream_open(e);
     t0 = util_now();
     if (prefill_run(e, s, pr.ids, pr.n, pr.images, pr.n_images, ENGINE_CHUNK_ROWS, logits, 0, err)) goto fail;
+    /* the first token from the prompt's logits on the host; the rest drawn by the engine (on the device for
+     * CUDA): the same algorithm, so the same tokens */
+    int32_t next = samp_sample(&p, logits, (uint64_t)pr.n, ws);
     while (fin == SAMP_FINISH_NONE) {
-        int32_t tok = samp_sample(&p, logits, (uint64_t)(pr.n + n_out), ws);
+        int32_t tok = next;
         const char *piece, *text;
         size_t plen, tlen;
         int matched = 0;
@@ -194,7 +197,7 @@ int cmd_generate(int argc, char **argv)
             if (matched) fin = SAMP_FINISH_STOP_STRING;
         }
         if (fin == SAMP_FINISH_NONE) {
-            struct engine_item it = {.stream = s, .n = 1, .tokens = &tok, .logits = logits};
+            struct engine_item it = {.stream = s, .n = 1, .tokens = &tok, .sample = &p, .sampled = &next};
             if (engine_step(e, &it, 1, err)) goto fail;
         }
     }

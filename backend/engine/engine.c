@@ -1,5 +1,6 @@
 /* engine — the device-independent half of the engine API (engine.h): the stream table, item validation,
- * and dispatch to the CPU or CUDA backend. Runs on the one thread that drives the engine. */
+ * dispatch to the CPU or CUDA backend, and the host draw for backends that do not draw tokens themselves
+ * (logits into a scratch buffer, then samp_sample). Runs on the one thread that drives the engine. */
 #include "engine/engine.h"
 
 #include <stdlib.h>
@@ -15,6 +16,12 @@ struct engine {
     struct engine_opts opts;
     int *used;    /* (max_streams) 1 when open */
     int *length;  /* (max_streams) positions held */
+    /* host draw (backends with draws == 0): the items as the backend sees them, and logits to draw from */
+    struct engine_item *host_items;
+    int host_items_cap;
+    float *draw_logits;
+    size_t draw_logits_cap;  /* floats */
+    samp_ws *ws;             /* made at the first host draw */
 };
 
 struct engine *engine_create(const struct g4_model *model, const struct engine_opts *opts, char *err)
@@ -53,6 +60,9 @@ void engine_destroy(struct engine *e)
 {
     if (!e) return;
     e->be->destroy(e->impl);
+    free(e->host_items);
+    free(e->draw_logits);
+    samp_ws_destroy(e->ws);
     free(e->used);
     free(e->length);
     free(e);
@@ -123,8 +133,13 @@ static int check_item(const struct engine *e, const struct engine_item *it, int 
     if (e->length[it->stream] + it->n > e->opts.max_context)
         return g4_errf(err, "item %d: stream %d would hold %d positions, over the context limit of %d", index,
                        it->stream, e->length[it->stream] + it->n, e->opts.max_context);
-    if (it->logits && (it->logits_from < 0 || it->logits_from >= it->n))
+    if ((it->logits || it->sample) && (it->logits_from < 0 || it->logits_from >= it->n))
         return g4_errf(err, "item %d: logits_from %d outside 0..%d", index, it->logits_from, it->n - 1);
+    if (it->sample) {
+        char why[G4_ERR_MAX];
+        if (!it->sampled) return g4_errf(err, "item %d: sample set without a sampled array", index);
+        if (samp_params_validate(it->sample, c->text.vocab, why)) return g4_errf(err, "item %d: %s", index, why);
+    }
     for (int i = 0; i < it->n; i++) {
         int32_t t = it->tokens[i];
         if (t < 0 || t >= c->text.vocab)
@@ -141,6 +156,50 @@ static int check_item(const struct engine *e, const struct engine_item *it, int 
     return 0;
 }
 
+/* For a backend that does not draw: the items with every drawing item given host logits to fill (its own
+ * array if it has one, else a slice of draw_logits). Returns the array the backend should run. */
+static const struct engine_item *host_draw_items(struct engine *e, const struct engine_item *items, int n_items)
+{
+    const size_t V = (size_t)e->model->cfg.text.vocab;
+    size_t need = 0, at = 0;
+    for (int i = 0; i < n_items; i++)
+        if (items[i].sample && !items[i].logits) need += (size_t)(items[i].n - items[i].logits_from) * V;
+    if (!need) return items;
+    if (need > e->draw_logits_cap) {
+        free(e->draw_logits);
+        e->draw_logits = g4_malloc(need * sizeof *e->draw_logits);
+        e->draw_logits_cap = need;
+    }
+    if (n_items > e->host_items_cap) {
+        free(e->host_items);
+        e->host_items = g4_malloc((size_t)n_items * sizeof *e->host_items);
+        e->host_items_cap = n_items;
+    }
+    memcpy(e->host_items, items, (size_t)n_items * sizeof *items);
+    for (int i = 0; i < n_items; i++) {
+        struct engine_item *it = &e->host_items[i];
+        if (!it->sample || it->logits) continue;
+        it->logits = e->draw_logits + at;
+        at += (size_t)(it->n - it->logits_from) * V;
+    }
+    return e->host_items;
+}
+
+/* The host draw: each drawing item's rows through samp_sample, at the position after the row. */
+static void host_draw(struct engine *e, const struct engine_item *run, int n_items, const int *lengths)
+{
+    const int32_t V = e->model->cfg.text.vocab;
+    for (int i = 0; i < n_items; i++) {
+        const struct engine_item *it = &run[i];
+        if (!it->sample) continue;
+        if (!e->ws) e->ws = samp_ws_create(V);
+        for (int r = 0; r < it->n - it->logits_from; r++) {
+            uint64_t position = (uint64_t)lengths[i] + (uint64_t)(it->logits_from + r) + 1;
+            it->sampled[r] = samp_sample(it->sample, it->logits + (size_t)r * (size_t)V, position, e->ws);
+        }
+    }
+}
+
 int engine_step(struct engine *e, const struct engine_item *items, int n_items, char *err)
 {
     int *seen = g4_calloc((size_t)e->opts.max_streams, sizeof *seen);
@@ -154,7 +213,9 @@ int engine_step(struct engine *e, const struct engine_item *items, int n_items, 
         }
     }
     if (rc == 0) {
-        e->be->step(e->impl, items, n_items, lengths);
+        const struct engine_item *run = e->be->draws ? items : host_draw_items(e, items, n_items);
+        e->be->step(e->impl, run, n_items, lengths);
+        if (!e->be->draws) host_draw(e, run, n_items, lengths);
         for (int i = 0; i < n_items; i++) e->length[items[i].stream] += items[i].n;
     }
     free(seen);

@@ -4,7 +4,9 @@
  * up to max_streams streams. The caller drives it in steps: each step is a list of items, every item a run of
  * consecutive rows of one stream — a prompt chunk (up to ENGINE_MAX_CHUNK rows, never cutting an image), a
  * decode row, or a decode window of up to ENGINE_MAX_WINDOW rows (drafting). The engine writes the logits of
- * the rows each item asks for. Nothing here knows about sockets, JSON or text: ids and floats in, floats out.
+ * the rows each item asks for, or draws their next tokens itself (sampler.h's algorithm; on the CUDA engine
+ * on the device, so no logits row crosses the bus). Nothing here knows about sockets, JSON or text: ids and
+ * floats in, floats or ids out.
  *
  * Exactness: a row's logits depend only on that row's stream contents, never on the other items of the step,
  * the chunking of the prompt, or the row's place in a window (design.md, "Exactness contract").
@@ -20,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine/sampler.h"
 #include "model/model.h"
 
 #define ENGINE_CHUNK_ROWS 512  /* rows a prompt chunk aims for */
@@ -61,8 +64,13 @@ struct engine_item {
     const float *image_rows;     /* (n_image_rows, H) embedding rows for the placeholder rows, in order, or NULL */
     int n_image_rows;            /* how many rows of `tokens` are image rows (must match their count) */
     const int *image_block;      /* (n) image block number of each row, -1 for text rows; NULL when no images */
-    int logits_from;             /* logits are written for rows logits_from … n-1 (n-1: last row only) */
+    int logits_from;             /* logits are written (or tokens drawn) for rows logits_from … n-1 */
     float *logits;               /* ((n - logits_from), V) out, or NULL for no logits */
+    /* Drawing by the engine: when sample is set, the token that follows each row logits_from … n-1 is drawn
+     * with these parameters exactly as samp_sample would from that row's logits, at position (the row's
+     * position + 1), and written to sampled; -1 where no token can be drawn. logits may stay NULL. */
+    const struct samp_params *sample;  /* validated for the model's vocabulary, or NULL */
+    int32_t *sampled;            /* (n - logits_from) out, when sample is set */
 };
 
 struct engine;

@@ -1,7 +1,9 @@
 /* engine_backend — what a device backend (cpu/, cuda/) provides to engine.c. Private to the engine room.
  *
  * engine.c owns the stream table and validates every item before a backend sees it; a backend only
- * computes: it keeps per-stream KV state, appends the rows of each item and writes the logits asked for. */
+ * computes: it keeps per-stream KV state, appends the rows of each item and writes the logits asked for.
+ * A backend that draws tokens itself (draws = 1) also fills `sampled` for items with `sample`; for the others
+ * engine.c gives such items host logits to fill and draws with samp_sample. */
 #ifndef G4_ENGINE_BACKEND_H
 #define G4_ENGINE_BACKEND_H
 
@@ -9,6 +11,7 @@
 
 struct engine_backend {
     const char *name;
+    int draws;   /* 1: step() handles items' sample/sampled itself */
     /* Loads weights, allocates KV for opts->max_streams × opts->max_context. NULL with err. */
     void *(*create)(const struct g4_model *m, const struct engine_opts *opts, char *err);
     void (*destroy)(void *impl);

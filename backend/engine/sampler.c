@@ -5,6 +5,7 @@
  * rows, must not allocate per row, and must not depend on anything but (params, logits row, position): the
  * tokens of a request may not change with batching, drafting or resuming. Stop handling is in stop.c. */
 #include "engine/sampler.h"
+#include "engine/sampler_core.h"
 
 #include "util/util.h"
 
@@ -87,94 +88,30 @@ int samp_params_validate(const struct samp_params *p, int32_t vocab_size, char *
 }
 
 /* ======================================================================================================= */
-/* random numbers: Philox4x32-10                                                                           */
+/* random numbers and exp: the shared core (sampler_core.h)                                              */
 /* ======================================================================================================= */
-
-#define PHILOX_M0 0xD2511F53u
-#define PHILOX_M1 0xCD9E8D57u
-#define PHILOX_W0 0x9E3779B9u   /* golden ratio */
-#define PHILOX_W1 0xBB67AE85u   /* sqrt(3) - 1 */
 
 void samp_philox4x32_10(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4])
 {
-    uint32_t c0 = ctr[0], c1 = ctr[1], c2 = ctr[2], c3 = ctr[3];
-    uint32_t k0 = key[0], k1 = key[1];
-    for (int round = 0; round < 10; round++) {
-        uint64_t p0 = (uint64_t)PHILOX_M0 * c0;
-        uint64_t p1 = (uint64_t)PHILOX_M1 * c2;
-        if (round > 0) {             /* the key is bumped before every round but the first */
-            k0 += PHILOX_W0;
-            k1 += PHILOX_W1;
-        }
-        c0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
-        c1 = (uint32_t)p1;
-        c2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
-        c3 = (uint32_t)p0;
-    }
-    out[0] = c0;
-    out[1] = c1;
-    out[2] = c2;
-    out[3] = c3;
+    samp_core_philox(ctr, key, out);
 }
 
 double samp_uniform(uint64_t seed, uint64_t position)
 {
-    uint32_t ctr[4] = { (uint32_t)position, (uint32_t)(position >> 32), SAMP_STREAM_TOKEN, 0 };
-    uint32_t key[2] = { (uint32_t)seed, (uint32_t)(seed >> 32) };
-    uint32_t out[4];
-    samp_philox4x32_10(ctr, key, out);
-    uint64_t bits = ((uint64_t)out[0] << 21) ^ (out[1] >> 11);   /* 32 + 21 = 53 bits */
-    return (double)bits * 0x1p-53;
-}
-
-/* ======================================================================================================= */
-/* exp from IEEE basic operations only                                                                     */
-/* ======================================================================================================= */
-
-/* Cody-Waite split of ln 2 (fdlibm's): LN2_HI has 32 significant bits, so k * LN2_HI is exact for
- * |k| < 2^21. */
-#define SAMP_LN2_HI   0x1.62e42feep-1
-#define SAMP_LN2_LO   0x1.a39ef35793c76p-33
-#define SAMP_INV_LN2  0x1.71547652b82fep+0
-
-/* samp_exp for a in [SAMP_EXP_MIN_ARG, 0], branch-free. */
-static inline double exp_core(double a)
-{
-    /* Nearest integer to a / ln 2 (ties to even), in [-1020, 0]: adding and removing 1.5 * 2^52 rounds
-     * away the fraction in one correctly rounded addition. */
-    double k = (a * SAMP_INV_LN2 + 0x1.8p52) - 0x1.8p52;
-    double r = (a - k * SAMP_LN2_HI) - k * SAMP_LN2_LO;   /* |r| <= ~0.347 */
-    /* Taylor series to r^13 / 13! (next term < 4e-18), Horner, coefficients 1/n! rounded to double. */
-    double q = 1.0 / 6227020800.0;                 /* 1/13! */
-    q = q * r + 1.0 / 479001600.0;                 /* 1/12! */
-    q = q * r + 1.0 / 39916800.0;
-    q = q * r + 1.0 / 3628800.0;
-    q = q * r + 1.0 / 362880.0;
-    q = q * r + 1.0 / 40320.0;
-    q = q * r + 1.0 / 5040.0;
-    q = q * r + 1.0 / 720.0;
-    q = q * r + 1.0 / 120.0;
-    q = q * r + 1.0 / 24.0;
-    q = q * r + 1.0 / 6.0;
-    q = q * r + 0.5;
-    q = q * r + 1.0;
-    q = q * r + 1.0;
-    union { uint64_t u; double d; } scale;         /* 2^k, exact: k >= -1020 keeps it normal */
-    scale.u = (uint64_t)((int64_t)k + 1023) << 52;
-    return q * scale.d;
+    return samp_core_uniform(seed, position, SAMP_STREAM_TOKEN);
 }
 
 double samp_exp(double a)
 {
     if (!(a >= SAMP_EXP_MIN_ARG)) return 0.0;   /* also -inf and NaN */
-    return exp_core(a > 0.0 ? 0.0 : a);
+    return samp_core_exp(a > 0.0 ? 0.0 : a);
 }
 
 /* ======================================================================================================= */
 /* workspace                                                                                               */
 /* ======================================================================================================= */
 
-/* A candidate token: its sort key (desc_key of its logit) and id. */
+/* A candidate token: its sort key (samp_core_desc_key of its logit) and id. */
 struct cand {
     uint32_t key;
     int32_t id;
@@ -220,26 +157,6 @@ void samp_ws_destroy(samp_ws *ws)
 /* ======================================================================================================= */
 /* candidate selection (steps 1-4): comparisons only                                                        */
 /* ======================================================================================================= */
-
-/* Sort key: unsigned ascending order of keys is logit descending order. -0.0 + 0.0f is +0.0, so the two
- * zeros share a key; negative floats have all bits flipped, positive ones the sign bit (branch-free: the
- * sign of random logits would defeat the branch predictor). Never called on NaN. */
-static inline uint32_t desc_key(float x)
-{
-    union { float f; uint32_t u; } v;
-    v.f = x + 0.0f;
-    uint32_t neg = (uint32_t)-(int32_t)(v.u >> 31);   /* all ones for negative logits */
-    return ~(v.u ^ (neg | 0x80000000u));
-}
-
-/* The logit a key came from (+0.0 for either zero). */
-static inline float key_logit(uint32_t key)
-{
-    union { float f; uint32_t u; } v;
-    uint32_t asc = ~key;
-    v.u = (asc & 0x80000000u) ? (asc & 0x7fffffffu) : ~asc;
-    return v.f;
-}
 
 /* 1 if a comes after b in rank order (lower logit, or equal logit and higher id). */
 static inline int worse(struct cand a, struct cand b)
@@ -288,7 +205,7 @@ static int32_t select_top_k_heap(const float *logits, int32_t v, const uint8_t *
     for (int32_t i = 0; i < v; i++) {
         float x = logits[i];
         if (!(x > thr) || suppressed[i]) continue;
-        struct cand c = { desc_key(x), i };
+        struct cand c = { samp_core_desc_key(x), i };
         if (n < k) {   /* grow: sift up */
             int32_t j = n++;
             while (j > 0 && worse(c, out[(j - 1) / 2])) {
@@ -296,11 +213,11 @@ static int32_t select_top_k_heap(const float *logits, int32_t v, const uint8_t *
                 j = (j - 1) / 2;
             }
             out[j] = c;
-            if (n == k) thr = key_logit(out[0].key);
+            if (n == k) thr = samp_core_key_logit(out[0].key);
         } else {       /* c beats the worst kept one: replace the root */
             out[0] = c;
             heap_sift_down(out, n, 0);
-            thr = key_logit(out[0].key);
+            thr = samp_core_key_logit(out[0].key);
         }
     }
     for (int32_t end = n - 1; end > 0; end--) {   /* heap sort: the worst goes to the end */
@@ -351,7 +268,7 @@ static int32_t select_top_k_radix(const float *logits, int32_t v, const uint8_t 
     if (k > 0) {
         uint32_t hist[2048] = { 0 }, cum = 0, want = (uint32_t)k + (uint32_t)n_sup;
         for (int32_t i = 0; i < v; i++)
-            if (logits[i] > -INFINITY) hist[desc_key(logits[i]) >> 21]++;
+            if (logits[i] > -INFINITY) hist[samp_core_desc_key(logits[i]) >> 21]++;
         for (last = 0; last < 2047; last++) {
             cum += hist[last];
             if (cum >= want) break;
@@ -360,7 +277,7 @@ static int32_t select_top_k_radix(const float *logits, int32_t v, const uint8_t 
     int32_t n = 0;
     for (int32_t i = 0; i < v; i++) {
         if (!(logits[i] > -INFINITY)) continue;
-        uint32_t key = desc_key(logits[i]);
+        uint32_t key = samp_core_desc_key(logits[i]);
         if ((key >> 21) <= last && !suppressed[i]) a[n++] = (struct cand){ key, i };
     }
     sort_cands(a, b, n);
@@ -374,49 +291,9 @@ static int32_t select_top_k_radix(const float *logits, int32_t v, const uint8_t 
 int32_t samp_pick_sorted(const struct samp_params *p, const float *logits, const int32_t *ids, int32_t n,
                          double u, double *w)
 {
-    G4_CHECK(n >= 1 && p->temperature > 0.0f && u >= 0.0 && u < 1.0, "n %d T %g u %g", n,
-             (double)p->temperature, u);
-    const double x0 = logits[0], t = p->temperature;
-    for (int32_t r = 0; r < n; r++) {   /* w_r = samp_exp((x_r - x_0) / T), 1 for x_r == x_0 */
-        double x = logits[r], a = (x - x0) / t;
-        double e = exp_core(a >= SAMP_EXP_MIN_ARG ? a : SAMP_EXP_MIN_ARG);
-        w[r] = x == x0 ? 1.0 : a >= SAMP_EXP_MIN_ARG ? e : 0.0;
-    }
-    int32_t m_min = n;
-    if (p->min_p > 0.0f) {
-        for (int32_t r = 0; r < n; r++) {
-            if (w[r] < (double)p->min_p) {
-                m_min = r;
-                break;
-            }
-        }
-    }
-    for (int32_t r = 1; r < n; r++) w[r] += w[r - 1];   /* prefix sums C_r */
-
-    int32_t m = n;
-    if (p->top_p < 1.0f) {
-        const double cut = (double)p->top_p * w[n - 1];
-        for (int32_t r = 1; r < n; r++) {
-            if (w[r - 1] >= cut) {   /* the mass above rank r already reaches top_p */
-                m = r;
-                break;
-            }
-        }
-    }
-    if (m_min < m) m = m_min;
-
-    /* The smallest r in [0, m) with C_r > t, by bisection (C is non-decreasing). It exists: for u < 1 the
-     * rounded product u * W is below W (W * (1 - 2^-53) is exact for a power of two, and nearer the
-     * predecessor of W otherwise). A zero-weight rank is never chosen: C_r == C_{r-1} > t picks r - 1. */
-    const double target = u * w[m - 1];
-    int32_t lo = 0, hi = m - 1;
-    G4_CHECK(w[hi] > target, "u %.17g W %.17g", u, w[hi]);
-    while (lo < hi) {
-        int32_t mid = lo + (hi - lo) / 2;
-        if (w[mid] > target) hi = mid;
-        else lo = mid + 1;
-    }
-    return ids[lo];
+    int32_t r = samp_core_pick_rank(p->temperature, p->top_p, p->min_p, logits, n, u, w);
+    G4_CHECK(r >= 0, "n %d T %g u %.17g", n, (double)p->temperature, u);
+    return ids[r];
 }
 
 /* Above this top_k, radix selection (two passes over the row, ~0.8 ms at V = 262144 on the build machine)
@@ -448,7 +325,7 @@ int32_t samp_sample(const struct samp_params *p, const float *logits, uint64_t p
         goto clear_suppressed;
     }
     for (int32_t r = 0; r < n; r++) {
-        ws->xs[r] = key_logit(ws->a[r].key);
+        ws->xs[r] = samp_core_key_logit(ws->a[r].key);
         ws->ids[r] = ws->a[r].id;
     }
     result = samp_pick_sorted(p, ws->xs, ws->ids, n, samp_uniform(p->seed, position), ws->w);

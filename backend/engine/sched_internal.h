@@ -45,7 +45,8 @@ struct sched_slot {
     int *blocks;                /* (prompt n) image block of each prompt row, -1 text; NULL without images */
     float *img_rows;            /* (rows, H) scratch for one chunk's image embeddings */
     size_t img_rows_cap;        /* floats allocated */
-    float *logits;              /* (V) the last row's logits, allocated once per slot */
+    struct samp_params draw;    /* the step's draw parameters: the request's, plus begin-suppress ids at first */
+    int32_t drawn;              /* the token the engine drew after the step's last row, -1 for none */
     struct tok_stream *ts;      /* detokenizer, reset per request */
     struct samp_stop stop;      /* stop-string matcher, per request */
     int stop_live;              /* 1: stop needs samp_stop_free */
@@ -77,7 +78,6 @@ struct sched {
     int live;                          /* (lock) requests allocated and not yet freed */
     struct sched_slot *slots;          /* (max_streams) (engine) */
     int running;                       /* (lock) slots in use */
-    samp_ws *ws;                       /* (engine) sampling scratch */
     struct sched_stats st;             /* (lock) counters and histograms */
     struct sched_rate_sample rate[SCHED_RATE_SAMPLES]; /* (lock) ring, newest at rate_head - 1 */
     int rate_head, rate_n;

@@ -227,6 +227,20 @@ static int plan_locked(struct sched *s, struct sched_loop *L, double now)
     return n;
 }
 
+/* Asks the engine to draw the token after the item's last row: with the request's parameters, plus
+ * generation_config's begin_suppress_tokens for the first new token. */
+static void set_draw(struct sched *s, struct sched_slot *sl, struct engine_item *it)
+{
+    const struct cfg_gen *g = &engine_model(s->e)->gen;
+    sl->draw = sl->r->params;
+    if (sl->n_gen == 0)
+        for (int k = 0; k < g->n_begin_suppress && sl->draw.n_suppress_ids < SAMP_MAX_SUPPRESS_IDS; k++)
+            sl->draw.suppress_ids[sl->draw.n_suppress_ids++] = g->begin_suppress_ids[k];
+    sl->drawn = -1;
+    it->sample = &sl->draw;
+    it->sampled = &sl->drawn;
+}
+
 /* Fills item k for slot i: a decode row, or the next prompt chunk with its image rows embedded. Returns 0,
  * or -1 with the slot's step_out marked failed (an image the engine refuses). Engine thread, no lock. */
 static int build_item(struct sched *s, struct sched_loop *L, int k, int i)
@@ -237,7 +251,7 @@ static int build_item(struct sched *s, struct sched_loop *L, int k, int i)
     struct step_out *o = &L->out[i];
     memset(it, 0, sizeof *it);
     it->stream = sl->stream;
-    it->logits = sl->logits;
+    set_draw(s, sl, it);
     if (sl->fed >= r->prompt.n) {
         it->n = 1;
         it->tokens = &sl->next_token;
@@ -250,7 +264,7 @@ static int build_item(struct sched *s, struct sched_loop *L, int k, int i)
         it->n = end - start;
         it->tokens = r->prompt.ids + start;
         if (end == r->prompt.n) it->logits_from = it->n - 1;
-        else it->logits = NULL;
+        else it->sample = NULL;
         o->rows = it->n;
         o->prefill = 1;
         if (!sl->blocks) return 0;
@@ -280,27 +294,18 @@ static int build_item(struct sched *s, struct sched_loop *L, int k, int i)
     return 0;
 }
 
-/* Samples slot i's next token from its logits, detokenizes it and feeds the stop-string matcher, staging
+/* Takes slot i's next token, drawn by the engine, detokenizes it and feeds the stop-string matcher, staging
  * the text in its step_out (as cmd_generate does for one stream). Engine thread, no lock. */
 static void sample_slot(struct sched *s, struct sched_loop *L, int i, double now)
 {
     struct sched_slot *sl = &s->slots[i];
     struct sched_req *r = sl->r;
     struct step_out *o = &L->out[i];
-    const struct cfg_gen *g = &engine_model(s->e)->gen;
-    const struct samp_params *p = &r->params;
-    struct samp_params first;
+    const struct samp_params *p = &sl->draw;
     const char *piece, *text;
     size_t plen, tlen;
     int matched = 0;
-    int32_t tok;
-    if (sl->n_gen == 0 && g->n_begin_suppress > 0) { /* begin_suppress_tokens: not the first new token */
-        first = *p;
-        for (int k = 0; k < g->n_begin_suppress && first.n_suppress_ids < SAMP_MAX_SUPPRESS_IDS; k++)
-            first.suppress_ids[first.n_suppress_ids++] = g->begin_suppress_ids[k];
-        p = &first;
-    }
-    tok = samp_sample(p, sl->logits, (uint64_t)(r->prompt.n + sl->n_gen), s->ws);
+    int32_t tok = sl->drawn;
     if (tok < 0) {
         o->failed = 1;
         snprintf(o->code, sizeof o->code, "engine_error");
@@ -371,7 +376,7 @@ static void run_step(struct sched *s, struct sched_loop *L, int n_items)
         struct step_out *o = &L->out[i];
         if (o->failed) continue;
         if (o->prefill) s->slots[i].fed += o->rows;
-        if (L->items[k].logits) sample_slot(s, L, i, now);
+        if (L->items[k].sample) sample_slot(s, L, i, now);
     }
 }
 
@@ -523,10 +528,8 @@ struct sched *sched_create(struct engine *e, const struct sched_opts *o, char *e
     s->slots = g4_calloc((size_t)o->max_streams, sizeof *s->slots);
     for (int i = 0; i < o->max_streams; i++) {
         s->slots[i].stream = -1;
-        s->slots[i].logits = g4_malloc((size_t)s->V * sizeof(float));
         s->slots[i].ts = tok_stream_create(o->tok, TOK_DEC_SKIP_SPECIAL);
     }
-    s->ws = samp_ws_create(s->V);
     sched_stats_init(&s->st);
     pthread_mutex_init(&s->lock, NULL);
     pthread_condattr_init(&ca);
@@ -550,11 +553,9 @@ void sched_destroy(struct sched *s)
     G4_CHECK(s->running == 0 && s->q_len == 0, "scheduler ended with %d running, %d queued", s->running, s->q_len);
     G4_CHECK(s->live == 0, "%d requests still referenced at scheduler shutdown", s->live);
     for (int i = 0; i < s->o.max_streams; i++) {
-        free(s->slots[i].logits);
         tok_stream_destroy(s->slots[i].ts);
     }
     free(s->slots);
-    samp_ws_destroy(s->ws);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
     free(s);
