@@ -97,12 +97,12 @@ deps:
 # --- native build --------------------------------------------------------------------------------------
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(if $(findstring engine/cuda/,$<),$(CUDA_CFLAGS)) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(if $(findstring engine/cuda/,$<)$(findstring unit/test_cuda,$<),$(CUDA_CFLAGS)) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(dir $@)
 	$(NVCC) -O3 -lineinfo -std=c++17 -gencode=arch=compute_$(CUDA_ARCH),code=sm_$(CUDA_ARCH) \
-	    -gencode=arch=compute_$(CUDA_ARCH),code=compute_$(CUDA_ARCH) -Ikernels -Xcompiler -Wall,-Werror \
+	    -gencode=arch=compute_$(CUDA_ARCH),code=compute_$(CUDA_ARCH) -Ikernels -Ibackend -Xcompiler -Wall,-Werror \
 	    -MMD -MP -c $< -o $@
 
 $(BUILD)/libg4.a: $(LIB_OBJ)

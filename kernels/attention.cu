@@ -1,114 +1,318 @@
-// attention — every row of a step over its own stream's keys (spec §2.6, §4.6): keys of the row's item come
-// from the step's new k/v, older ones from the layer's cache (ring slot pos % cap).
+// attention — every row of a step over its own stream's keys (spec §2.6, §4.6), on tensor cores: keys of the
+// row's item come from the step's new k/v, older ones from the layer's cache (ring slot pos % cap).
 //
-// One block of AW warps per (row, query head). Keys are cut into fixed blocks of KB positions (by absolute
-// position); warp w takes the key blocks whose index is w mod AW, in increasing order, one key at a time with an
-// online softmax in fp32; warp 0 then merges the AW partials in warp order. The cut and the merge order depend
-// only on positions, so a row's result is the same in a decode step, a window or a prompt chunk, whatever else
-// the step holds.
+// The arithmetic of one (row, query head), identical in a decode step, a draft window and a prompt chunk:
+// keys are cut into fixed blocks of KB positions (by absolute position); partial w (of NP) takes the blocks
+// whose index is w mod NP, in increasing order, with an online softmax: per block, scores s = q·k by mma
+// (bf16 q and k, fp32 accumulation over the head dimension in chunks of 16), the block's row maximum, the
+// rescale of the running sum and output, p = exp(s - max) (fp32 for the sum, bf16 for the product with v by
+// mma). kern_attention_merge then combines the NP partials in partial order. The cut, the visiting order and
+// the merge order depend only on positions, never on which other rows share the launch.
+//
+// Work: a block of 8 warps takes one tile (consecutive rows of one item), one kv head and one partial. Its
+// "slots" are (row, query head of the group) pairs, 16 per warp group; for head dims over 128 the warps of a
+// group (2 for 256, 4 for 512) each compute the group's scores and take 128 of the output dimensions. The
+// next block's keys load while this block's weights and products run, its values while its scores run. A block visits the union of its rows' visible key blocks; a block that a
+// row cannot see leaves that row's state exactly unchanged (max with -inf, rescale by exp(0) = 1, zero weights).
 //
 // Masks: full layers see k <= p (and, with mask_all, their own image block); sliding layers see
 // k > p - W and (k <= p or same block) — or, with mask_all, (k > p - W and k <= p) or same block.
 #include "common.cuh"
 #include "kernels.h"
+#include "mma.cuh"
 
-#define MAX_PER_LANE 16 // D <= 512
-#define AW 8             // warps per (row, head)
-#define KB 64            // key block (positions)
+#define KB KERN_ATTN_KEY_BLOCK
+#define NP KERN_ATTN_PARTIALS
+#define AW 8 // warps per block
 
-__device__ __forceinline__ const uint16_t *key_at(const uint16_t *fresh, const uint16_t *cache,
-                                                  const struct kern_row &m, int kp, int cap, int kvd)
+template <int D> struct attn_shape {
+    static constexpr int DP = D > 128 ? 128 : D;   // output dimensions per warp
+    static constexpr int PARTS = D / DP;           // warps sharing 16 slots (each computes their scores)
+    static constexpr int NSLOT = 16 * (AW / PARTS); // slots per block
+    static constexpr int LDS = D + 8;              // padded shared row (halves)
+};
+
+struct slot_info {
+    int pos, block, valid;
+};
+
+// The key range [lo, hi] row m may see (before the per-key mask).
+__device__ __forceinline__ void row_range(const struct kern_row &m, int is_full, int window, int mask_all, int *lo,
+                                          int *hi)
 {
-    if (kp >= m.pos0) return fresh + (size_t)(m.base + kp - m.pos0) * kvd;
-    return cache + ((size_t)m.stream * cap + kp % cap) * kvd;
+    int in_block = m.block >= 0, last = m.pos0 + (m.item_end - m.base) - 1;
+    *lo = is_full ? 0 : m.pos - window + 1;
+    *hi = m.pos;
+    if (in_block && (!is_full || mask_all)) *hi = last;
+    if (in_block && mask_all && *lo > m.pos0) *lo = m.pos0;
+    if (*lo < 0) *lo = 0;
 }
 
-__global__ void __launch_bounds__(32 * AW) attention_kernel(
-    const float *__restrict__ q, const uint16_t *__restrict__ k_new, const uint16_t *__restrict__ v_new,
+// Keys (or values) of block b into rows[KB][LDS]; positions outside [lo, hi] are zeros (masked later).
+template <int D>
+__device__ __forceinline__ void load_block(uint16_t (*rows)[attn_shape<D>::LDS], const uint16_t *fresh,
+                                           const uint16_t *cache, const struct kern_row &m0, int b, int lo, int hi,
+                                           int kvh, int cap, int kvd)
+{
+    for (int i = threadIdx.x; i < KB * (D / 8); i += blockDim.x) {
+        int j = i / (D / 8), c = (i % (D / 8)) * 8, kp = b * KB + j;
+        bool ok = kp >= lo && kp <= hi;
+        size_t off = kp >= m0.pos0 ? (size_t)(m0.base + kp - m0.pos0) * kvd : ((size_t)m0.stream * cap + kp % cap) * kvd;
+        const uint16_t *src = (kp >= m0.pos0 ? fresh : cache) + (ok ? off + (size_t)kvh * D + c : 0);
+        cp_async16(&rows[j][c], src, ok);
+    }
+}
+
+template <int D>
+__global__ void __launch_bounds__(32 * AW, 1) attention_kernel(
+    const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_new, const uint16_t *__restrict__ v_new,
     const uint16_t *__restrict__ cache_k, const uint16_t *__restrict__ cache_v, const struct kern_row *__restrict__ meta,
-    int n_heads, int n_kv, int D, int cap, int is_full, int window, int mask_all, uint16_t *__restrict__ out)
+    const struct kern_tile *__restrict__ tiles, const int *__restrict__ n_tiles, int n_heads, int n_kv, int cap,
+    int is_full, int window, int mask_all, float *__restrict__ part_acc, float *__restrict__ part_ml)
 {
-    __shared__ float part_m[AW], part_l[AW];
-    __shared__ float part_acc[AW][32 * MAX_PER_LANE];
-    int r = blockIdx.x, h = blockIdx.y, warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    int kvh = h / (n_heads / n_kv), kvd = n_kv * D;
-    struct kern_row m = meta[r];
-    int p = m.pos, in_block = m.block >= 0, last = m.pos0 + (m.item_end - m.base) - 1;
-    int lo = is_full ? 0 : p - window + 1, hi = p;
-    float qv[MAX_PER_LANE], acc[MAX_PER_LANE], mx = -INFINITY, l = 0.0f;
-    const float *qr = q + ((size_t)r * n_heads + h) * D;
-    int per = (D + 31) / 32;
-    if (in_block && (!is_full || mask_all)) hi = last;
-    if (in_block && mask_all && lo > m.pos0) lo = m.pos0;
-    if (lo < 0) lo = 0;
-    for (int j = 0; j < per; j++) {
-        int i = lane + 32 * j;
-        qv[j] = i < D ? qr[i] : 0.0f;
-        acc[j] = 0.0f;
-    }
-    int b_first = lo / KB, b_last = hi / KB;
-    for (int b = b_first + ((warp - b_first % AW) % AW + AW) % AW; b <= b_last; b += AW) {
-        int k0 = b * KB > lo ? b * KB : lo, k1 = b * KB + KB - 1 < hi ? b * KB + KB - 1 : hi;
-        for (int kp = k0; kp <= k1; kp++) {
-            int same = in_block && kp >= m.pos0 && meta[m.base + kp - m.pos0].block == m.block;
-            int vis = is_full ? (kp <= p || (same && mask_all))
-                              : (mask_all ? ((kp > p - window && kp <= p) || same) : (kp > p - window && (kp <= p || same)));
-            if (!vis) continue;
-            const uint16_t *kr = key_at(k_new, cache_k, m, kp, cap, kvd) + (size_t)kvh * D;
-            const uint16_t *vr = key_at(v_new, cache_v, m, kp, cap, kvd) + (size_t)kvh * D;
-            float s = 0.0f;
-            for (int j = 0; j < per; j++) {
-                int i = lane + 32 * j;
-                if (i < D) s += qv[j] * bf16_bits_to_f32(kr[i]);
-            }
-            s = warp_sum(s);
-            float mn = fmaxf(mx, s), corr = expf(mx - mn), pw = expf(s - mn);
-            l = l * corr + pw;
-            for (int j = 0; j < per; j++) {
-                int i = lane + 32 * j;
-                acc[j] = acc[j] * corr + (i < D ? pw * bf16_bits_to_f32(vr[i]) : 0.0f);
-            }
-            mx = mn;
+    typedef attn_shape<D> S;
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    uint16_t(*qs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw);
+    uint16_t(*ks)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * S::NSLOT * S::LDS);
+    uint16_t(*vs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * (S::NSLOT + KB) * S::LDS);
+    __shared__ int range_lo, range_hi;
+
+    if ((int)blockIdx.x >= *n_tiles) return;
+    const struct kern_tile tile = tiles[blockIdx.x];
+    const int kvh = blockIdx.y, w = blockIdx.z, G = n_heads / n_kv, kvd = n_kv * D;
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    const int grp = warp / S::PARTS, dpart = warp % S::PARTS;
+    const struct kern_row m0 = meta[tile.row0];
+    const int n_slots = tile.nrows * G;
+
+    if (threadIdx.x == 0) {
+        int lo = 1 << 30, hi = -1;
+        for (int i = 0; i < tile.nrows; i++) {
+            int a, b;
+            row_range(meta[tile.row0 + i], is_full, window, mask_all, &a, &b);
+            lo = a < lo ? a : lo;
+            hi = b > hi ? b : hi;
         }
+        range_lo = lo;
+        range_hi = hi;
     }
-    if (lane == 0) {
-        part_m[warp] = mx;
-        part_l[warp] = l;
+    // queries of the block's slots: slot s = (row s / G of the tile, head kvh * G + s % G)
+    for (int i = threadIdx.x; i < S::NSLOT * (D / 8); i += blockDim.x) {
+        int s = i / (D / 8), c = (i % (D / 8)) * 8;
+        bool ok = s < n_slots;
+        const uint16_t *src = q + ((size_t)(tile.row0 + (ok ? s / G : 0)) * n_heads + kvh * G + (ok ? s % G : 0)) * D + c;
+        cp_async16(&qs[s][c], src, ok);
     }
-    for (int j = 0; j < per; j++) part_acc[warp][lane + 32 * j] = acc[j];
     __syncthreads();
-    if (warp != 0) return;
-    {
-        float big = -INFINITY, sum = 0.0f;
-        for (int w = 0; w < AW; w++) big = fmaxf(big, part_m[w]);
-        for (int j = 0; j < per; j++) acc[j] = 0.0f;
-        for (int w = 0; w < AW; w++) {
-            float f;
-            if (part_m[w] == -INFINITY) continue;
-            f = expf(part_m[w] - big);
-            sum += part_l[w] * f;
-            for (int j = 0; j < per; j++) acc[j] += part_acc[w][lane + 32 * j] * f;
+    const int lo = range_lo, hi = range_hi;
+
+    // the two slots this thread holds scores for: rows g and g + 8 of its warp's 16
+    struct slot_info sl[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int s = grp * 16 + g + 8 * h;
+        sl[h].valid = s < n_slots;
+        const struct kern_row mr = meta[tile.row0 + (sl[h].valid ? s / G : 0)];
+        sl[h].pos = mr.pos;
+        sl[h].block = mr.block;
+    }
+
+    float mx[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+    float o[S::DP / 8][4];
+#pragma unroll
+    for (int j = 0; j < S::DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+
+    // the blocks of this partial, K of the next one loading while this one's weights and products run, and
+    // V of the next while its scores run (cp.async groups: K+Q first, then V, then one each per step)
+    const int b_first = lo / KB, b_last = hi / KB, b_start = b_first + ((w - b_first % NP) % NP + NP) % NP;
+    if (b_start <= b_last) load_block<D>(ks, k_new, cache_k, m0, b_start, lo, hi, kvh, cap, kvd);
+    cp_async_commit();
+    if (b_start <= b_last) load_block<D>(vs, v_new, cache_v, m0, b_start, lo, hi, kvh, cap, kvd);
+    cp_async_commit();
+    for (int b = b_start; b <= b_last; b += NP) {
+        const int kb0 = b * KB, nb = b + NP;
+        cp_async_wait<1>();
+        __syncthreads();
+
+        // scores: 16 slots x 64 keys, 8 tiles of 8 keys
+        float sc[8][4];
+#pragma unroll
+        for (int j = 0; j < 8; j++) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
+#pragma unroll 4
+        for (int kc = 0; kc < D / 16; kc++) {
+            uint32_t a[4];
+            ldmatrix_x4(a, &qs[grp * 16 + (lane & 15)][kc * 16 + (lane >> 4) * 8]);
+#pragma unroll
+            for (int nj = 0; nj < 4; nj++) {
+                uint32_t r[4];
+                ldmatrix_x4(r, &ks[nj * 16 + (lane & 7) + ((lane >> 4) << 3)][kc * 16 + ((lane >> 3) & 1) * 8]);
+                uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+                mma_bf16_16816(sc[2 * nj], a, b0);
+                mma_bf16_16816(sc[2 * nj + 1], a, b1);
+            }
         }
-        uint16_t *o = out + ((size_t)r * n_heads + h) * D;
-        for (int j = 0; j < per; j++) {
-            int i = lane + 32 * j;
-            if (i < D) o[i] = f32_to_bf16_bits(acc[j] / sum);
+        __syncthreads(); // every warp has its scores: the key buffer is free
+        if (nb <= b_last) load_block<D>(ks, k_new, cache_k, m0, nb, lo, hi, kvh, cap, kvd);
+        cp_async_commit();
+        // mask, then the online softmax of each of the two slots
+        float corr[2];
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            const int p = sl[h].pos, in_block = sl[h].block >= 0;
+            float bm = -INFINITY;
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    int kp = kb0 + j * 8 + 2 * t + e;
+                    int same = in_block && kp >= m0.pos0 && kp < m0.pos0 + (m0.item_end - m0.base) &&
+                               meta[m0.base + kp - m0.pos0].block == sl[h].block;
+                    int vis = is_full ? (kp <= p || (same && mask_all))
+                                      : (mask_all ? ((kp > p - window && kp <= p) || same)
+                                                  : (kp > p - window && (kp <= p || same)));
+                    vis = vis && sl[h].valid && kp >= 0;
+                    float x = vis ? sc[j][2 * h + e] : -INFINITY;
+                    sc[j][2 * h + e] = x;
+                    bm = fmaxf(bm, x);
+                }
+            bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, 1));
+            bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, 2));
+            float mn = fmaxf(mx[h], bm), ps = 0.0f;
+            corr[h] = mn == -INFINITY ? 1.0f : expf(mx[h] - mn);
+#pragma unroll
+            for (int j = 0; j < 8; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
+                    float x = sc[j][2 * h + e], pe = (mn == -INFINITY || x == -INFINITY) ? 0.0f : expf(x - mn);
+                    sc[j][2 * h + e] = pe;
+                    ps += pe;
+                }
+            ps += __shfl_xor_sync(0xffffffffu, ps, 1);
+            ps += __shfl_xor_sync(0xffffffffu, ps, 2);
+            l[h] = l[h] * corr[h] + ps;
+            mx[h] = mn;
         }
+#pragma unroll
+        for (int j = 0; j < S::DP / 8; j++) {
+            o[j][0] *= corr[0];
+            o[j][1] *= corr[0];
+            o[j][2] *= corr[1];
+            o[j][3] *= corr[1];
+        }
+        cp_async_wait<1>();
+        __syncthreads();
+        // o += p · v over the block's 4 chunks of 16 keys
+#pragma unroll
+        for (int kc = 0; kc < 4; kc++) {
+            uint32_t a[4] = {pack_bf16x2(sc[2 * kc][0], sc[2 * kc][1]), pack_bf16x2(sc[2 * kc][2], sc[2 * kc][3]),
+                             pack_bf16x2(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
+                             pack_bf16x2(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
+#pragma unroll
+            for (int dj = 0; dj < S::DP / 16; dj++) {
+                uint32_t r[4];
+                ldmatrix_x4_trans(r, &vs[kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8][dpart * S::DP + dj * 16 + (lane >> 4) * 8]);
+                uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+                mma_bf16_16816(o[2 * dj], a, b0);
+                mma_bf16_16816(o[2 * dj + 1], a, b1);
+            }
+        }
+        __syncthreads(); // the value buffer is free
+        if (nb <= b_last) load_block<D>(vs, v_new, cache_v, m0, nb, lo, hi, kvh, cap, kvd);
+        cp_async_commit();
+    }
+    cp_async_wait<0>();
+
+    // this partial's state per slot: (max, sum) and the unnormalised output
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int s = grp * 16 + g + 8 * h;
+        if (!sl[h].valid) continue;
+        size_t idx = ((size_t)(tile.row0 + s / G) * n_heads + kvh * G + s % G) * NP + w;
+        if (dpart == 0 && t == 0) {
+            part_ml[2 * idx] = mx[h];
+            part_ml[2 * idx + 1] = l[h];
+        }
+        float *dst = part_acc + idx * D + dpart * S::DP;
+#pragma unroll
+        for (int j = 0; j < S::DP / 8; j++) *(float2 *)&dst[j * 8 + 2 * t] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
     }
 }
 
-extern "C" void kern_attention(const float *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
-                               const uint16_t *cache_v, const struct kern_row *rows_meta, int rows, int n_heads,
-                               int n_kv, int D, int cap, int is_full, int window, int mask_all, uint16_t *out,
-                               kern_stream s)
+// out (rows, heads, D) bf16 = the NP partials combined in partial order.
+__global__ void attention_merge_kernel(const float *__restrict__ part_acc, const float *__restrict__ part_ml,
+                                       int n_heads, int D, uint16_t *__restrict__ out)
 {
-    dim3 grid(rows, n_heads);
-    if (rows == 0) return;
-    if (D > 32 * MAX_PER_LANE) {
-        fprintf(stderr, "g4: fatal: kern_attention: head dim %d over %d\n", D, 32 * MAX_PER_LANE);
+    size_t idx = (size_t)blockIdx.x * n_heads + blockIdx.y;
+    const float *ml = part_ml + idx * NP * 2, *acc = part_acc + idx * NP * D;
+    float big = -INFINITY, sum = 0.0f, f[NP];
+#pragma unroll
+    for (int w = 0; w < NP; w++) big = fmaxf(big, ml[2 * w]);
+#pragma unroll
+    for (int w = 0; w < NP; w++) {
+        f[w] = ml[2 * w] == -INFINITY ? 0.0f : expf(ml[2 * w] - big);
+        if (ml[2 * w] != -INFINITY) sum += ml[2 * w + 1] * f[w];
+    }
+    for (int i = threadIdx.x; i < D; i += blockDim.x) {
+        float a = 0.0f;
+#pragma unroll
+        for (int w = 0; w < NP; w++)
+            if (ml[2 * w] != -INFINITY) a += acc[(size_t)w * D + i] * f[w];
+        out[idx * D + i] = f32_to_bf16_bits(a / sum);
+    }
+}
+
+template <int D>
+static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
+                   const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
+                   const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
+                   int mask_all, float *part_acc, float *part_ml, kern_stream s)
+{
+    typedef attn_shape<D> S;
+    static bool configured = false;
+    int smem = (int)(sizeof(uint16_t) * (S::NSLOT + 2 * KB) * S::LDS);
+    if (!configured) {
+        KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        configured = true;
+    }
+    dim3 grid(max_tiles, n_kv, NP);
+    attention_kernel<D><<<grid, 32 * AW, smem, s>>>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, n_heads,
+                                                    n_kv, cap, is_full, window, mask_all, part_acc, part_ml);
+    KERN_LAUNCHED();
+}
+
+extern "C" int kern_attention_tile_rows(int D, int group)
+{
+    int nslot = 16 * (AW / (D > 128 ? D / 128 : 1));
+    return group <= nslot ? nslot / group : 0;
+}
+
+extern "C" void kern_attention(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new,
+                               const uint16_t *cache_k, const uint16_t *cache_v, const struct kern_row *rows_meta,
+                               const struct kern_tile *tiles, const int *n_tiles, int max_tiles, int rows,
+                               int n_heads, int n_kv, int D, int cap, int is_full, int window, int mask_all,
+                               float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
+{
+    if (rows == 0 || max_tiles == 0) return;
+    if (n_heads % n_kv || kern_attention_tile_rows(D, n_heads / n_kv) == 0) {
+        fprintf(stderr, "g4: fatal: kern_attention: %d query heads over %d kv heads at head dim %d\n", n_heads, n_kv, D);
         abort();
     }
-    attention_kernel<<<grid, 32 * AW, 0, s>>>(q, k_new, v_new, cache_k, cache_v, rows_meta, n_heads, n_kv, D, cap, is_full,
-                                         window, mask_all, out);
+#define CASE(d)                                                                                                    \
+    case d:                                                                                                        \
+        launch<d>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, n_kv, cap,     \
+                  is_full, window, mask_all, part_acc, part_ml, s);                                                \
+        break
+    switch (D) {
+        CASE(32);
+        CASE(64);
+        CASE(128);
+        CASE(256);
+        CASE(512);
+    default:
+        fprintf(stderr, "g4: fatal: kern_attention: head dim %d (32, 64, 128, 256 or 512)\n", D);
+        abort();
+    }
+#undef CASE
+    attention_merge_kernel<<<dim3(rows, n_heads), 128, 0, s>>>(part_acc, part_ml, n_heads, D, out);
     KERN_LAUNCHED();
 }

@@ -1,15 +1,15 @@
-// elementwise — the small one-pass ops: GeGLU (tanh gelu of the gate times up, to bf16 for the down
-// projection), the final soft-cap, and the image embedder's pixel rescale and position-table add.
+// elementwise — the small one-pass ops: GeGLU (tanh gelu of the gate times up, read from the fused
+// gate|up product, to bf16 for the down projection), the final soft-cap, and the image embedder's pixel rescale and position-table add.
 #include "common.cuh"
 #include "kernels.h"
 
-__global__ void geglu_kernel(const float *__restrict__ gate, const float *__restrict__ up, long n,
-                             uint16_t *__restrict__ out)
+__global__ void geglu_kernel(const float *__restrict__ gu, long n, int I, uint16_t *__restrict__ out)
 {
     const float k = 0.7978845608028654f; // sqrt(2/pi)
     for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
-        float x = gate[i];
-        out[i] = f32_to_bf16_bits(0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x))) * up[i]);
+        long r = i / I, c = i % I;
+        float x = gu[r * 2 * I + c];
+        out[i] = f32_to_bf16_bits(0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x))) * gu[r * 2 * I + I + c]);
     }
 }
 
@@ -40,10 +40,11 @@ static int blocks_for(long n)
     return (int)(b > 65535 ? 65535 : (b < 1 ? 1 : b));
 }
 
-extern "C" void kern_geglu(const float *gate, const float *up, long n, uint16_t *out, kern_stream s)
+extern "C" void kern_geglu(const float *gu, int rows, int I, uint16_t *out, kern_stream s)
 {
+    long n = (long)rows * I;
     if (n == 0) return;
-    geglu_kernel<<<blocks_for(n), 256, 0, s>>>(gate, up, n, out);
+    geglu_kernel<<<blocks_for(n), 256, 0, s>>>(gu, n, I, out);
     KERN_LAUNCHED();
 }
 

@@ -1,103 +1,169 @@
-// gemm_bf16 — y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias), on tensor cores (mma.sync
-// m16n8k16, fp32 accumulate). The one matrix product of the decoder, for decode rows and prompt chunks
-// alike: every output element accumulates its K chunks of 16 in increasing order into one fp32 register,
-// whatever M is and wherever the row sits, so a row's output is bit-identical in any batch (design.md,
-// "Exactness contract"). Version 1: 64x64 block tiles, 4 warps of 32x32, a plain shared-memory loop.
+// gemm_bf16 — the prompt kernel: y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias), for prompt chunks
+// and the image embedder. 128x128 block tiles of 8 warps (64x32 each), K in steps of 32 through a 4-stage
+// cp.async pipeline, fragments by ldmatrix, mma.sync m16n8k16 with fp32 accumulation.
+//
+// Exactness (kernels.h, "the reduction rule"): every output element runs the chunks of 16 of each K segment in
+// increasing order through one accumulator that starts at zero, and adds the segments' sums in order to a
+// total that starts at 0.0f, then the bias — the same chain as the decode kernel (gemm_skinny.cu) — so a row
+// computed here is bit-identical to the same row computed there. The grid runs M fastest, so the blocks that
+// share a weight tile run together and read it once from memory.
 #include "common.cuh"
 #include "kernels.h"
+#include "mma.cuh"
 
-#define BM 64
-#define BN 64
+#define BM 128
+#define BN 128
 #define BK 32
-#define PAD 8 // halves of padding per shared row: 80-byte rows spread the fragment loads over banks
+#define STAGES 4
+#define LDS (BK + 8) // halves per shared row: 80 bytes, so ldmatrix rows fall in distinct bank groups
 
-__device__ __forceinline__ void mma_bf16(float c[4], const uint32_t a[4], const uint32_t b[2])
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
+struct tiled_smem {
+    uint16_t a[STAGES][BM][LDS];
+    uint16_t b[STAGES][BN][LDS];
+};
 
-// Loads a (rows x BK) tile of a row-major (R, K) bf16 matrix starting at (r0, k0) into shared memory,
-// zero-filling past R and K (zeros leave an mma's accumulator exactly unchanged).
-__device__ __forceinline__ void load_tile(uint16_t (*dst)[BK + PAD], const uint16_t *src, int R, int K, int r0, int k0)
+// One stage: (BM x BK) of x and (BN x BK) of w, 16-byte pieces, zeros past M, N and K.
+__device__ __forceinline__ void load_stage(tiled_smem *sm, int st, const uint16_t *X, const uint16_t *W, int M, int N,
+                                           int K, int m0, int n0, int k0)
 {
-    for (int i = threadIdx.x; i < BM * BK / 8; i += blockDim.x) {
-        int r = i / (BK / 8), c = (i % (BK / 8)) * 8;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (r0 + r < R && k0 + c < K) v = *(const uint4 *)(src + (size_t)(r0 + r) * K + k0 + c);
-        *(uint4 *)&dst[r][c] = v;
+    for (int i = threadIdx.x; i < (BM + BN) * (BK / 8); i += blockDim.x) {
+        int row = i / (BK / 8), c = (i % (BK / 8)) * 8;
+        bool is_a = row < BM;
+        int r = is_a ? row : row - BM, lim = is_a ? M - m0 : N - n0;
+        bool ok = r < lim && k0 + c < K;
+        const uint16_t *src = is_a ? X + (size_t)(ok ? m0 + r : 0) * K : W + (size_t)(ok ? n0 + r : 0) * K;
+        cp_async16(is_a ? &sm->a[st][r][c] : &sm->b[st][r][c], src + (ok ? k0 + c : 0), ok);
     }
 }
 
-__global__ void __launch_bounds__(128) gemm_bf16_kernel(const uint16_t *__restrict__ X, const uint16_t *__restrict__ W,
-                                                        const float *__restrict__ bias, float *__restrict__ Y, int M,
-                                                        int N, int K)
+template <bool SEG>
+__global__ void __launch_bounds__(256, 1) gemm_tiled_kernel(const uint16_t *__restrict__ X, const uint16_t *__restrict__ W,
+                                                            const float *__restrict__ bias, float *__restrict__ Y, int M,
+                                                            int N, int K, int seg_len)
 {
-    __shared__ __align__(16) uint16_t As[BM][BK + PAD];
-    __shared__ __align__(16) uint16_t Bs[BN][BK + PAD];
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    int wm = warp >> 1, wn = warp & 1, m0 = blockIdx.y * BM, n0 = blockIdx.x * BN;
-    float acc[2][4][4];
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    tiled_smem *sm = reinterpret_cast<tiled_smem *>(smem_raw);
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wm = warp >> 2, wn = warp & 3;
+    int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN, KT = (K + BK - 1) / BK;
+    float acc[4][4][4], total[SEG ? 4 : 1][SEG ? 4 : 1][4];
 #pragma unroll
-    for (int i = 0; i < 2; i++)
+    for (int i = 0; i < 4; i++)
 #pragma unroll
         for (int j = 0; j < 4; j++)
 #pragma unroll
-            for (int k = 0; k < 4; k++) acc[i][j][k] = 0.0f;
+            for (int k = 0; k < 4; k++) {
+                acc[i][j][k] = 0.0f;
+                if (SEG) total[SEG ? i : 0][SEG ? j : 0][k] = 0.0f;
+            }
 
-    for (int k0 = 0; k0 < K; k0 += BK) {
-        load_tile(As, X, M, K, m0, k0);
-        load_tile(Bs, W, N, K, n0, k0);
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; s++) {
+        if (s < KT) load_stage(sm, s, X, W, M, N, K, m0, n0, s * BK);
+        cp_async_commit();
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        int st = kt % STAGES, k0 = kt * BK;
+        cp_async_wait<STAGES - 2>();
         __syncthreads();
+        {
+            int next = kt + STAGES - 1;
+            if (next < KT) load_stage(sm, next % STAGES, X, W, M, N, K, m0, n0, next * BK);
+            cp_async_commit();
+        }
+        if (SEG && kt > 0 && k0 % seg_len == 0) { // a segment ends: fold it into the total, start the next at zero
+#pragma unroll
+            for (int i = 0; i < 4; i++)
+#pragma unroll
+                for (int j = 0; j < 4; j++)
+#pragma unroll
+                    for (int k = 0; k < 4; k++) {
+                        total[SEG ? i : 0][SEG ? j : 0][k] += acc[i][j][k];
+                        acc[i][j][k] = 0.0f;
+                    }
+        }
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 16) {
-            uint32_t a[2][4], b[4][2];
+            if (k0 + kk >= K) break; // chunks past K are not run (zeros would still be an instruction)
+            uint32_t a[4][4], b[4][2];
 #pragma unroll
-            for (int mi = 0; mi < 2; mi++) {
-                int r = wm * 32 + mi * 16 + g;
-                a[mi][0] = *(const uint32_t *)&As[r][kk + 2 * t];
-                a[mi][1] = *(const uint32_t *)&As[r + 8][kk + 2 * t];
-                a[mi][2] = *(const uint32_t *)&As[r][kk + 2 * t + 8];
-                a[mi][3] = *(const uint32_t *)&As[r + 8][kk + 2 * t + 8];
+            for (int mi = 0; mi < 4; mi++)
+                ldmatrix_x4(a[mi], &sm->a[st][wm * 64 + mi * 16 + (lane & 15)][kk + (lane >> 4) * 8]);
+#pragma unroll
+            for (int nj = 0; nj < 2; nj++) {
+                uint32_t r[4];
+                ldmatrix_x4(r, &sm->b[st][wn * 32 + nj * 16 + (lane & 7) + ((lane >> 4) << 3)][kk + ((lane >> 3) & 1) * 8]);
+                b[2 * nj][0] = r[0];
+                b[2 * nj][1] = r[1];
+                b[2 * nj + 1][0] = r[2];
+                b[2 * nj + 1][1] = r[3];
             }
 #pragma unroll
-            for (int ni = 0; ni < 4; ni++) {
-                int n = wn * 32 + ni * 8 + g;
-                b[ni][0] = *(const uint32_t *)&Bs[n][kk + 2 * t];
-                b[ni][1] = *(const uint32_t *)&Bs[n][kk + 2 * t + 8];
-            }
+            for (int mi = 0; mi < 4; mi++)
 #pragma unroll
-            for (int mi = 0; mi < 2; mi++)
-#pragma unroll
-                for (int ni = 0; ni < 4; ni++) mma_bf16(acc[mi][ni], a[mi], b[ni]);
+                for (int ni = 0; ni < 4; ni++) mma_bf16_16816(acc[mi][ni], a[mi], b[ni]);
         }
-        __syncthreads();
     }
+    cp_async_wait<0>();
+
+    int g = lane >> 2, t = lane & 3;
 #pragma unroll
-    for (int mi = 0; mi < 2; mi++)
+    for (int mi = 0; mi < 4; mi++)
 #pragma unroll
         for (int ni = 0; ni < 4; ni++)
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                int r = m0 + wm * 32 + mi * 16 + g + 8 * h, c = n0 + wn * 32 + ni * 8 + 2 * t;
+                int r = m0 + wm * 64 + mi * 16 + g + 8 * h, c = n0 + wn * 32 + ni * 8 + 2 * t;
                 if (r >= M) continue;
+                float v[2];
 #pragma unroll
-                for (int e = 0; e < 2; e++)
-                    if (c + e < N) Y[(size_t)r * N + c + e] = acc[mi][ni][2 * h + e] + (bias ? bias[c + e] : 0.0f);
+                for (int e = 0; e < 2; e++) {
+                    float sum = SEG ? total[SEG ? mi : 0][SEG ? ni : 0][2 * h + e] + acc[mi][ni][2 * h + e]
+                                    : 0.0f + acc[mi][ni][2 * h + e];
+                    v[e] = sum + (bias && c + e < N ? bias[c + e] : 0.0f);
+                }
+                float *dst = Y + (size_t)r * N + c;
+                if (c + 1 < N && (N % 2) == 0) *(float2 *)dst = make_float2(v[0], v[1]);
+                else
+#pragma unroll
+                    for (int e = 0; e < 2; e++)
+                        if (c + e < N) dst[e] = v[e];
             }
+}
+
+template <bool SEG> static void launch_tiled(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M,
+                                             int N, int K, int seg_len, kern_stream s)
+{
+    static bool configured = false;
+    int smem = (int)sizeof(tiled_smem);
+    if (!configured) {
+        KERN_CHECK(cudaFuncSetAttribute(gemm_tiled_kernel<SEG>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        configured = true;
+    }
+    dim3 grid((M + BM - 1) / BM, (N + BN - 1) / BN);
+    gemm_tiled_kernel<SEG><<<grid, 256, smem, s>>>(x, w, bias, y, M, N, K, seg_len);
+    KERN_LAUNCHED();
 }
 
 extern "C" void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
                                kern_stream s)
 {
-    dim3 grid((N + BN - 1) / BN, (M + BM - 1) / BM);
-    if (K % 16 != 0) {
-        fprintf(stderr, "g4: fatal: kern_gemm_bf16: K = %d is not a multiple of 16\n", K);
+    int nseg = kern_gemm_segments(N, K);
+    if (K % 16 != 0 || (nseg > 1 && (K / nseg) % BK != 0)) {
+        fprintf(stderr, "g4: fatal: kern_gemm_bf16: K = %d (multiple of 16; segments of a multiple of %d)\n", K, BK);
         abort();
     }
     if (M == 0 || N == 0) return;
-    gemm_bf16_kernel<<<grid, 128, 0, s>>>(x, w, bias, y, M, N, K);
-    KERN_LAUNCHED();
+    if ((N + BN - 1) / BN > 65535) {
+        fprintf(stderr, "g4: fatal: kern_gemm_bf16: N = %d over the grid limit\n", N);
+        abort();
+    }
+    if (nseg > 1) launch_tiled<true>(x, w, bias, y, M, N, K, K / nseg, s);
+    else launch_tiled<false>(x, w, bias, y, M, N, K, K, s);
+}
+
+extern "C" void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
+                          const struct kern_gemm_ws *ws, kern_stream s)
+{
+    if (M <= 64) kern_gemm_skinny(x, w, bias, y, M, N, K, ws, s);
+    else kern_gemm_bf16(x, w, bias, y, M, N, K, s);
 }

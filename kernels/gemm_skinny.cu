@@ -1,63 +1,49 @@
-// gemm_skinny — the matrix product for decode steps (few rows, M <= 64): y (M, N) fp32 = x (M, K) bf16 ·
-// w (N, K)ᵀ bf16 (+ bias). Decode is bound by reading the weights once, so this kernel streams them through a
-// 3-stage cp.async pipeline (16-byte copies into padded shared rows) and feeds tensor cores with ldmatrix.
+// gemm_skinny — the decode kernel (M <= 64 rows): y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias).
+// Decode is bound by reading the weights once per step, so the kernel's job is to keep enough bytes in
+// flight: blocks of 4 warps own 32 output columns of one K segment (kernels.h, "the reduction rule"), and
+// stream that slice of the weights through a 4-stage cp.async pipeline of 128-wide K steps into padded
+// shared rows, feeding the tensor cores by ldmatrix. Rows past M are zeros written once, never loaded.
 //
-// Exactness: each output element is the same chain as in gemm_bf16.cu — mma.sync m16n8k16 over K chunks of 16
-// in increasing order, from a zero accumulator, bias added last — so a row's result is bit-identical whether it
-// runs here (decode) or in the prompt kernel. Work is split over N only (8 columns per warp), never over K.
+// Products cut into segments (small N) write each segment's tile to a scratch array; the block that
+// completes a tile (an arrival counter per tile) adds the segments in segment order to 0.0f, adds the bias
+// and writes y. Each element is therefore the same chain as in the prompt kernel (gemm_bf16.cu): chunks of
+// 16 in increasing order from a zero accumulator per segment, segments summed in order — bit-identical.
 #include "common.cuh"
 #include "kernels.h"
+#include "mma.cuh"
 
-#define SK_WARPS 4          // warps per block; each owns 8 output columns
+#define SK_WARPS 4           // warps per block; each owns 8 output columns
 #define SK_BN (8 * SK_WARPS) // 32 columns per block
-#define SK_BK 128           // K per stage
-#define SK_STAGES 3
-#define SK_LD (SK_BK + 8)   // padded shared row: 272 bytes, conflict-free ldmatrix
+#define SK_BK 128            // K per stage
+#define SK_STAGES 4
+#define SK_LD (SK_BK + 8)    // padded shared row: 272 bytes, conflict-free ldmatrix
 
 template <int MT> // MT m16 tiles: rows 16 * MT
 struct skinny_smem {
     uint16_t a[SK_STAGES][16 * MT][SK_LD];
     uint16_t b[SK_STAGES][SK_BN][SK_LD];
+    int last;
 };
-
-__device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool valid)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    int bytes = valid ? 16 : 0;
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
-}
-
-__device__ __forceinline__ void ldmatrix_x4(uint32_t r[4], const void *smem)
-{
-    unsigned s = (unsigned)__cvta_generic_to_shared(smem);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(s));
-}
-
-__device__ __forceinline__ void mma_bf16_sk(float c[4], const uint32_t a[4], const uint32_t b[2])
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                 "{%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-}
 
 template <int MT>
 __device__ __forceinline__ void load_stage(skinny_smem<MT> *sm, int stage, const uint16_t *X, const uint16_t *W, int M,
-                                           int N, int K, int n0, int k0)
+                                           int N, int K, int n0, int k0, int kend)
 {
-    // A: (16*MT) rows x SK_BK; B: SK_BN rows x SK_BK; 16-byte pieces spread over the block's threads
-    const int pieces_row = SK_BK / 8;
-    for (int i = threadIdx.x; i < 16 * MT * pieces_row; i += blockDim.x) {
-        int r = i / pieces_row, c = (i % pieces_row) * 8;
-        bool ok = r < M && k0 + c < K;
-        cp_async16(&sm->a[stage][r][c], X + (size_t)(ok ? r : 0) * K + (ok ? k0 + c : 0), ok);
-    }
-    for (int i = threadIdx.x; i < SK_BN * pieces_row; i += blockDim.x) {
-        int r = i / pieces_row, c = (i % pieces_row) * 8;
-        bool ok = n0 + r < N && k0 + c < K;
-        cp_async16(&sm->b[stage][r][c], W + (size_t)(ok ? n0 + r : 0) * K + (ok ? k0 + c : 0), ok);
+    const int pieces = SK_BK / 8;
+    for (int i = threadIdx.x; i < (M + SK_BN) * pieces; i += blockDim.x) {
+        int row = i / pieces, c = (i % pieces) * 8;
+        bool is_a = row < M, ok;
+        int r = is_a ? row : row - M;
+        const uint16_t *src;
+        if (is_a) {
+            ok = k0 + c < kend;
+            src = X + (size_t)r * K + (ok ? k0 + c : 0);
+            cp_async16(&sm->a[stage][r][c], src, ok);
+        } else {
+            ok = n0 + r < N && k0 + c < kend;
+            src = W + (size_t)(ok ? n0 + r : 0) * K + (ok ? k0 + c : 0);
+            cp_async16(&sm->b[stage][r][c], src, ok);
+        }
     }
 }
 
@@ -65,49 +51,60 @@ template <int MT>
 __global__ void __launch_bounds__(32 * SK_WARPS) gemm_skinny_kernel(const uint16_t *__restrict__ X,
                                                                    const uint16_t *__restrict__ W,
                                                                    const float *__restrict__ bias, float *__restrict__ Y,
-                                                                   int M, int N, int K)
+                                                                   int M, int N, int K, int nseg, float *partial,
+                                                                   int *counters)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     skinny_smem<MT> *sm = reinterpret_cast<skinny_smem<MT> *>(smem_raw);
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n0 = blockIdx.x * SK_BN;
-    int stages_total = (K + SK_BK - 1) / SK_BK;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n0 = blockIdx.x * SK_BN, seg = blockIdx.y;
+    int L = K / nseg, kbeg = seg * L, kend = kbeg + L, tiles = (L + SK_BK - 1) / SK_BK;
     float acc[MT][4];
 #pragma unroll
     for (int i = 0; i < MT; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+    // rows M .. 16*MT-1 of every stage: zeros, written once (the first barrier below orders them)
+    for (int i = threadIdx.x; i < SK_STAGES * (16 * MT - M) * (SK_LD / 8); i += blockDim.x) {
+        int st = i / ((16 * MT - M) * (SK_LD / 8)), rest = i % ((16 * MT - M) * (SK_LD / 8));
+        *(uint4 *)&sm->a[st][M + rest / (SK_LD / 8)][(rest % (SK_LD / 8)) * 8] = make_uint4(0, 0, 0, 0);
+    }
 
 #pragma unroll
     for (int s = 0; s < SK_STAGES - 1; s++) {
-        if (s < stages_total) load_stage<MT>(sm, s, X, W, M, N, K, n0, s * SK_BK);
-        asm volatile("cp.async.commit_group;\n");
+        if (s < tiles) load_stage<MT>(sm, s, X, W, M, N, K, n0, kbeg + s * SK_BK, kend);
+        cp_async_commit();
     }
-    for (int kt = 0; kt < stages_total; kt++) {
-        int st = kt % SK_STAGES;
-        asm volatile("cp.async.wait_group %0;\n" ::"n"(SK_STAGES - 2));
+    for (int kt = 0; kt < tiles; kt++) {
+        int st = kt % SK_STAGES, k0 = kbeg + kt * SK_BK;
+        cp_async_wait<SK_STAGES - 2>();
         __syncthreads();
         {
             int next = kt + SK_STAGES - 1;
-            if (next < stages_total) load_stage<MT>(sm, next % SK_STAGES, X, W, M, N, K, n0, next * SK_BK);
-            asm volatile("cp.async.commit_group;\n");
+            if (next < tiles) load_stage<MT>(sm, next % SK_STAGES, X, W, M, N, K, n0, kbeg + next * SK_BK, kend);
+            cp_async_commit();
         }
 #pragma unroll
         for (int kk = 0; kk < SK_BK; kk += 32) {
+            if (k0 + kk >= kend) break;
             uint32_t b[4];
+            bool second = k0 + kk + 16 < kend; // the segment's last 16 may end mid-step
             // B: this warp's 8 columns, k kk..kk+31: matrices (k+0..7, 8..15, 16..23, 24..31)
             ldmatrix_x4(b, &sm->b[st][warp * 8 + (lane & 7)][kk + (lane >> 3) * 8]);
 #pragma unroll
             for (int mi = 0; mi < MT; mi++) {
                 uint32_t r0[4], r1[4];
-                ldmatrix_x4(r0, &sm->a[st][mi * 16 + (lane & 15)][kk + (lane >> 4) * 8]);
-                ldmatrix_x4(r1, &sm->a[st][mi * 16 + (lane & 15)][kk + 16 + (lane >> 4) * 8]);
                 uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-                mma_bf16_sk(acc[mi], r0, b0);
-                mma_bf16_sk(acc[mi], r1, b1);
+                ldmatrix_x4(r0, &sm->a[st][mi * 16 + (lane & 15)][kk + (lane >> 4) * 8]);
+                mma_bf16_16816(acc[mi], r0, b0);
+                if (second) {
+                    ldmatrix_x4(r1, &sm->a[st][mi * 16 + (lane & 15)][kk + 16 + (lane >> 4) * 8]);
+                    mma_bf16_16816(acc[mi], r1, b1);
+                }
             }
         }
     }
-    asm volatile("cp.async.wait_group 0;\n");
-    {
-        int g = lane >> 2, t = lane & 3;
+    cp_async_wait<0>();
+
+    int g = lane >> 2, t = lane & 3;
+    if (nseg == 1) {
 #pragma unroll
         for (int mi = 0; mi < MT; mi++)
 #pragma unroll
@@ -116,14 +113,40 @@ __global__ void __launch_bounds__(32 * SK_WARPS) gemm_skinny_kernel(const uint16
                 if (r >= M) continue;
 #pragma unroll
                 for (int e = 0; e < 2; e++)
-                    if (c + e < N) Y[(size_t)r * N + c + e] = acc[mi][2 * h + e] + (bias ? bias[c + e] : 0.0f);
+                    if (c + e < N) Y[(size_t)r * N + c + e] = (0.0f + acc[mi][2 * h + e]) + (bias ? bias[c + e] : 0.0f);
             }
+        return;
     }
+    // this segment's tile to scratch; the block that completes the tile sums the segments in order
+#pragma unroll
+    for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int r = mi * 16 + g + 8 * h, c = n0 + warp * 8 + 2 * t;
+            if (r >= M) continue;
+#pragma unroll
+            for (int e = 0; e < 2; e++)
+                if (c + e < N) partial[((size_t)seg * M + r) * N + c + e] = acc[mi][2 * h + e];
+        }
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) sm->last = atomicAdd(&counters[blockIdx.x], 1) == nseg - 1;
+    __syncthreads();
+    if (!sm->last) return;
+    __threadfence();
+    for (int i = threadIdx.x; i < M * SK_BN; i += blockDim.x) {
+        int r = i / SK_BN, c = n0 + i % SK_BN;
+        if (c >= N) continue;
+        float total = 0.0f;
+        for (int s = 0; s < nseg; s++) total += __ldcg(&partial[((size_t)s * M + r) * N + c]);
+        Y[(size_t)r * N + c] = total + (bias ? bias[c] : 0.0f);
+    }
+    if (threadIdx.x == 0) counters[blockIdx.x] = 0;
 }
 
 template <int MT>
-static void launch(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
-                   kern_stream s)
+static void launch(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K, int nseg,
+                   const struct kern_gemm_ws *ws, kern_stream s)
 {
     size_t smem = sizeof(skinny_smem<MT>);
     static bool configured = false;
@@ -131,19 +154,23 @@ static void launch(const uint16_t *x, const uint16_t *w, const float *bias, floa
         KERN_CHECK(cudaFuncSetAttribute(gemm_skinny_kernel<MT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
         configured = true;
     }
-    gemm_skinny_kernel<MT><<<(N + SK_BN - 1) / SK_BN, 32 * SK_WARPS, smem, s>>>(x, w, bias, y, M, N, K);
+    dim3 grid((N + SK_BN - 1) / SK_BN, nseg);
+    gemm_skinny_kernel<MT><<<grid, 32 * SK_WARPS, smem, s>>>(x, w, bias, y, M, N, K, nseg, nseg > 1 ? ws->partial : NULL,
+                                                            nseg > 1 ? ws->counters : NULL);
     KERN_LAUNCHED();
 }
 
 extern "C" void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N,
-                                 int K, kern_stream s)
+                                 int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
-    if (K % 16 != 0 || M > 64) {
-        fprintf(stderr, "g4: fatal: kern_gemm_skinny: M = %d (<= 64), K = %d (multiple of 16)\n", M, K);
+    int nseg = kern_gemm_segments(N, K);
+    if (K % 16 != 0 || M > 64 || (nseg > 1 && (!ws || !ws->partial || !ws->counters))) {
+        fprintf(stderr, "g4: fatal: kern_gemm_skinny: M = %d (<= 64), K = %d (multiple of 16), %d segments %s\n", M, K,
+                nseg, nseg > 1 && (!ws || !ws->partial) ? "without scratch" : "");
         abort();
     }
     if (M == 0 || N == 0) return;
-    if (M <= 16) launch<1>(x, w, bias, y, M, N, K, s);
-    else if (M <= 32) launch<2>(x, w, bias, y, M, N, K, s);
-    else launch<4>(x, w, bias, y, M, N, K, s);
+    if (M <= 16) launch<1>(x, w, bias, y, M, N, K, nseg, ws, s);
+    else if (M <= 32) launch<2>(x, w, bias, y, M, N, K, nseg, ws, s);
+    else launch<4>(x, w, bias, y, M, N, K, nseg, ws, s);
 }

@@ -27,55 +27,125 @@ struct kern_row {
     int item_end; /* step row one past its item's last row */
 };
 
-/* y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias (N) fp32). K % 16 == 0. Tensor cores, fp32
- * accumulation over K in chunks of 16 in increasing order, for every M. */
+/* ---- matrix products ------------------------------------------------------------------------------------
+ * y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias (N) fp32), K % 16 == 0, on tensor cores (mma.sync
+ * m16n8k16, bf16 in, fp32 accumulate).
+ *
+ * The reduction rule, the same in every kernel: K is cut into kern_gemm_segments(N, K) equal segments; each
+ * segment's chunks of 16 run in increasing order through one fp32 accumulator that starts at zero; the
+ * segments' results are added in segment order to a total that starts at 0.0f; the bias (or 0.0f) is added
+ * last. The cut is a function of N and K only — never of M — so a row's outputs are bit-identical whichever
+ * kernel computes them and whatever other rows share the launch. Segments let a product with few outputs
+ * (N = hidden) spread its weights over enough blocks to stream them at the memory's rate. */
+static inline int kern_gemm_segments(int N, int K)
+{
+    int s = 1;
+    while (s < 8 && (N + 31) / 32 * s < 264 && K % (64 * s) == 0 && K / (2 * s) >= 512) s *= 2;
+    return s;
+}
+
+/* Scratch of the decode kernel for products cut into segments: partial tiles and per-tile arrival counters
+ * (zero at rest: the block that completes a tile resets its counter). kern_gemm_ws_floats / _counters say
+ * how much one product needs; the caller allocates the largest. */
+struct kern_gemm_ws {
+    float *partial;
+    int *counters;
+};
+static inline long kern_gemm_ws_floats(int M, int N, int K)
+{
+    int s = kern_gemm_segments(N, K);
+    return s > 1 ? (long)s * M * N : 0;
+}
+static inline int kern_gemm_ws_counters(int N) { return (N + 31) / 32; }
+
+/* The decode kernel (M <= 64): weights streamed once through a cp.async pipeline, blocks over (N, segment). */
+void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
+                      const struct kern_gemm_ws *ws, kern_stream s);
+
+/* The prompt kernel (any M): 128x128 tiles, a 4-stage cp.async pipeline. */
 void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
                     kern_stream s);
 
-/* The same product for decode steps (M <= 64), bandwidth-bound: weights streamed through a cp.async
- * pipeline. Each element is the same mma chain as kern_gemm_bf16's, so results are bit-identical. */
-void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
-                      kern_stream s);
+/* The product by the kernel that suits M (decode kernel up to 64 rows); same bits either way. */
+void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
+               const struct kern_gemm_ws *ws, kern_stream s);
 
 /* Row-wise RMSNorm of x (rows, n) fp32 with weight w (n) fp32 (NULL: no weight); writes y32 (fp32) and/or
  * y16 (bf16) when not NULL. */
 void kern_rmsnorm(const float *x, const float *w, float eps, int rows, int n, float *y32, uint16_t *y16,
                   kern_stream s);
 
-/* x = (x + RMSNorm(t; w)) * scalar, rows of n. */
-void kern_residual_norm_add(float *x, const float *t, const float *w, float eps, float scalar, int rows, int n,
-                            kern_stream s);
+/* y16 (rows, n) bf16 = RMSNorm(x[index[j]]; w) for j < rows: the rows that need logits, gathered. */
+void kern_rmsnorm_gather(const float *x, const int32_t *index, const float *w, float eps, int rows, int n,
+                         uint16_t *y16, kern_stream s);
+
+/* x = (x + RMSNorm(t; w)) * scalar, rows of n; then, when w_next is not NULL, xn16 = bf16(RMSNorm(x; w_next))
+ * (the next block's input norm, fused). */
+void kern_residual_norm_add(float *x, const float *t, const float *w, float eps, float scalar, const float *w_next,
+                            uint16_t *xn16, int rows, int n, kern_stream s);
 
 /* x (rows, H) fp32 = table[token] * scale, or the image row image_rows[image_index[r]] (unscaled) where
  * image_index[r] >= 0 (image_index may be NULL). */
 void kern_embed(const int32_t *tokens, const uint16_t *table, float scale, const float *image_rows,
                 const int32_t *image_index, int rows, int H, float *x, kern_stream s);
 
-/* Per row: q (rows, Q*D) fp32 in place: per-head RMSNorm (q_norm) then RoPE at the row's position;
- * k_raw (rows, KV*D) fp32 -> k_out bf16 (k_norm, RoPE); v_raw (rows, KV*D) fp32 (or k_raw when K = V) ->
- * v_out bf16 (weightless RMSNorm). inv_freq (D/2) fp32, zeros where a pair does not rotate. */
-void kern_qkv_prep(float *q, const float *k_raw, const float *v_raw, const float *q_norm, const float *k_norm,
-                   const float *inv_freq, const struct kern_row *rows_meta, float eps, int rows, int n_heads,
-                   int n_kv, int D, uint16_t *k_out, uint16_t *v_out, kern_stream s);
+/* Per row, from the fused projection qkv (rows, ld) fp32 — queries at column 0, raw keys at k_off, raw values
+ * at v_off (v_off == k_off when K = V): per-head RMSNorm of each query head (q_norm) then RoPE at the row's
+ * position -> q_out (rows, Q*D) bf16; keys: k_norm then RoPE -> k_out (rows, KV*D) bf16; values: weightless
+ * RMSNorm -> v_out bf16. inv_freq (D/2) fp32, zeros where a pair does not rotate. */
+void kern_qkv_prep(const float *qkv, int ld, int k_off, int v_off, const float *q_norm, const float *k_norm,
+                   const float *inv_freq, const struct kern_row *rows_meta, float eps, int rows, int n_heads, int n_kv,
+                   int D, uint16_t *q_out, uint16_t *k_out, uint16_t *v_out, kern_stream s);
+
+/* ---- attention (attention.cu) ------------------------------------------------------------------------- */
+#define KERN_ATTN_KEY_BLOCK 64 /* key positions per block, cut at absolute positions */
+#define KERN_ATTN_PARTIALS 16  /* partial states per (row, head): key block b goes to partial b mod 16 */
+
+/* A tile: consecutive rows [row0, row0 + nrows) of one item, at most kern_attention_tile_rows(D, group). */
+struct kern_tile {
+    int row0, nrows;
+};
+
+/* Rows of one tile for head dim D and `group` query heads per kv head; 0 when unsupported. */
+int kern_attention_tile_rows(int D, int group);
 
 /* Attention of every row over its stream's keys: keys at positions >= the item's first position come from
  * the step's k_new/v_new (rows, KV*D) bf16, older ones from the layer's cache (streams, cap, KV*D) bf16 at
- * slot pos % cap. is_full/window/mask_all select the mask (engine.h). out (rows, Q*D) bf16. Keys are visited
- * in increasing position; softmax online in fp32. */
-void kern_attention(const float *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
-                    const uint16_t *cache_v, const struct kern_row *rows_meta, int rows, int n_heads, int n_kv,
-                    int D, int cap, int is_full, int window, int mask_all, uint16_t *out, kern_stream s);
+ * slot pos % cap. q (rows, Q*D) bf16. tiles: *n_tiles (device) of at most max_tiles. is_full/window/mask_all
+ * select the mask (engine.h). part_acc (rows, Q, KERN_ATTN_PARTIALS, D) and part_ml (rows, Q,
+ * KERN_ATTN_PARTIALS, 2) fp32 are scratch. out (rows, Q*D) bf16. */
+void kern_attention(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
+                    const uint16_t *cache_v, const struct kern_row *rows_meta, const struct kern_tile *tiles,
+                    const int *n_tiles, int max_tiles, int rows, int n_heads, int n_kv, int D, int cap, int is_full,
+                    int window, int mask_all, float *part_acc, float *part_ml, uint16_t *out, kern_stream s);
 
 /* Copies each row's new k/v (rows, KV*D) bf16 into its stream's cache slot pos % cap, for rows whose
  * position is within the last cap positions of their item. */
 void kern_kv_store(const uint16_t *k_new, const uint16_t *v_new, const struct kern_row *rows_meta, int rows,
                    int kvd, int cap, uint16_t *cache_k, uint16_t *cache_v, kern_stream s);
 
-/* out (n) bf16 = gelu_tanh(gate) * up, fp32 math. */
-void kern_geglu(const float *gate, const float *up, long n, uint16_t *out, kern_stream s);
+/* out (rows, I) bf16 = gelu_tanh(gu[:, :I]) * gu[:, I:], fp32 math; gu (rows, 2I) fp32 (the fused gate|up
+ * product). */
+void kern_geglu(const float *gu, int rows, int I, uint16_t *out, kern_stream s);
 
 /* logits (n) = cap * tanh(logits / cap). */
 void kern_softcap(float *logits, long n, float cap, kern_stream s);
+
+/* ---- sampling on the device (topk.cu) ------------------------------------------------------------------- */
+#define KERN_TOPK_MAX 1024          /* candidates a row can ask for (top_k above this is drawn on the host) */
+#define KERN_SELECT_MAX_SUPPRESS 64 /* = SAMP_MAX_SUPPRESS_IDS */
+
+/* What one logits row asks: k > 0 best candidates (1 for greedy), none of the suppressed ids; k = 0: nothing. */
+struct kern_select_row {
+    int32_t k, n_supp;
+    int32_t supp[KERN_SELECT_MAX_SUPPRESS];
+};
+
+/* For each of n_rows rows of logits (n_rows, V): the min(k, candidates) best candidates in the sampler's rank
+ * order (logit descending, then id ascending; suppressed ids, -inf and NaN excluded) -> out_ids and
+ * out_logits (n_rows, KERN_TOPK_MAX), their count -> out_n (n_rows). */
+void kern_topk(const float *logits, int V, const struct kern_select_row *rows, int n_rows, int32_t *out_ids,
+               float *out_logits, int32_t *out_n, kern_stream s);
 
 /* Row-wise LayerNorm (biased variance) of x (rows, n) fp32: y = (x - mean) / sqrt(var + eps) * w + b,
  * written as fp32 (y32) and/or bf16 (y16). */

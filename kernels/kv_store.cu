@@ -13,6 +13,13 @@ __global__ void kv_store_kernel(const uint16_t *__restrict__ k_new, const uint16
     int last = m.pos0 + (m.item_end - m.base) - 1;
     if (m.pos <= last - cap) return;
     size_t dst = ((size_t)m.stream * cap + m.pos % cap) * kvd, src = (size_t)r * kvd;
+    if (kvd % 8 == 0) { // 16-byte pieces: one round of loads for a row, not kvd / 256
+        for (int i = threadIdx.x; i < kvd / 8; i += blockDim.x) {
+            reinterpret_cast<uint4 *>(ck + dst)[i] = reinterpret_cast<const uint4 *>(k_new + src)[i];
+            reinterpret_cast<uint4 *>(cv + dst)[i] = reinterpret_cast<const uint4 *>(v_new + src)[i];
+        }
+        return;
+    }
     for (int i = threadIdx.x; i < kvd; i += blockDim.x) {
         ck[dst + i] = k_new[src + i];
         cv[dst + i] = v_new[src + i];

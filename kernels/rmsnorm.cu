@@ -1,39 +1,135 @@
-// rmsnorm — Gemma's RMSNorm (weight used directly, not 1 + w) over rows, and the residual update that
-// follows every attention and MLP block: x = (x + RMSNorm(t)) * scalar. One block per row; the sum of
-// squares runs in a fixed order (thread-strided, then a fixed block tree), so it is the same for a row in
-// any launch.
+// rmsnorm — Gemma's RMSNorm (weight used directly, not 1 + w) over rows (also over a gathered list of rows,
+// for the logits), and the residual update that follows every attention and MLP block: x = (x + RMSNorm(t))
+// * scalar, fused with the next block's input norm.
+//
+// One block of 512 threads per row. A decode step runs these on one row, where a loop of dependent loads
+// would cost a memory latency per element: each thread loads its (at most VEC_MAX) float4 pieces of the row
+// at once, keeps them in registers, and the row is read once and written once. The sums of squares run in a
+// fixed order (each thread's pieces in order, then a fixed block tree), so a row's result is the same in any
+// launch. Rows whose length is not a multiple of 4 or is too long take the scalar loop.
 #include "common.cuh"
 #include "kernels.h"
 
-#define THREADS 256
+#define THREADS 512
+#define VEC_MAX 4 // float4 pieces per thread: rows up to 8192
 
-__global__ void rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w, float eps, int n,
-                               float *__restrict__ y32, uint16_t *__restrict__ y16)
+__device__ __forceinline__ float4 ld4(const float *p, int i) { return reinterpret_cast<const float4 *>(p)[i]; }
+
+__device__ __forceinline__ float sq4(float4 v) { return v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w; }
+
+__device__ __forceinline__ bool vec_ok(int n) { return n % 4 == 0 && n / 4 <= THREADS * VEC_MAX; }
+
+// y = x * scale * w (w may be NULL) for this thread's pieces, to fp32 and/or bf16.
+__device__ __forceinline__ void store_normed(const float4 *v, int nv, const float *w, float scale, float *y32,
+                                             uint16_t *y16)
+{
+#pragma unroll
+    for (int j = 0; j < VEC_MAX; j++) {
+        int q = threadIdx.x + j * THREADS;
+        if (q >= nv) break;
+        float4 a = v[j], ww = w ? ld4(w, q) : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+        float o[4] = {a.x * scale * ww.x, a.y * scale * ww.y, a.z * scale * ww.z, a.w * scale * ww.w};
+        if (y32) reinterpret_cast<float4 *>(y32)[q] = make_float4(o[0], o[1], o[2], o[3]);
+        if (y16) {
+            uint2 packed = make_uint2((uint32_t)f32_to_bf16_bits(o[0]) | ((uint32_t)f32_to_bf16_bits(o[1]) << 16),
+                                      (uint32_t)f32_to_bf16_bits(o[2]) | ((uint32_t)f32_to_bf16_bits(o[3]) << 16));
+            reinterpret_cast<uint2 *>(y16)[q] = packed;
+        }
+    }
+}
+
+// The row's RMSNorm from its pieces in registers.
+__device__ __forceinline__ float rms_scale(const float4 *v, int nv, int n, float eps, float *scratch)
+{
+    float ss = 0.0f;
+#pragma unroll
+    for (int j = 0; j < VEC_MAX; j++)
+        if (threadIdx.x + j * THREADS < nv) ss += sq4(v[j]);
+    ss = block_sum(ss, scratch);
+    return 1.0f / sqrtf(ss / (float)n + eps);
+}
+
+__device__ void norm_row(const float *row, const float *w, float eps, int n, float *y32, uint16_t *y16)
 {
     __shared__ float scratch[32];
-    const float *row = x + (size_t)blockIdx.x * n;
+    if (vec_ok(n)) {
+        float4 v[VEC_MAX];
+        int nv = n / 4;
+#pragma unroll
+        for (int j = 0; j < VEC_MAX; j++) {
+            int q = threadIdx.x + j * THREADS;
+            v[j] = q < nv ? ld4(row, q) : make_float4(0, 0, 0, 0);
+        }
+        store_normed(v, nv, w, rms_scale(v, nv, n, eps, scratch), y32, y16);
+        return;
+    }
     float ss = 0.0f, scale;
     for (int i = threadIdx.x; i < n; i += blockDim.x) ss += row[i] * row[i];
     ss = block_sum(ss, scratch);
     scale = 1.0f / sqrtf(ss / (float)n + eps);
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
         float v = row[i] * scale * (w ? w[i] : 1.0f);
-        if (y32) y32[(size_t)blockIdx.x * n + i] = v;
-        if (y16) y16[(size_t)blockIdx.x * n + i] = f32_to_bf16_bits(v);
+        if (y32) y32[i] = v;
+        if (y16) y16[i] = f32_to_bf16_bits(v);
     }
 }
 
-__global__ void residual_norm_add_kernel(float *__restrict__ x, const float *__restrict__ t, const float *__restrict__ w,
-                                         float eps, float scalar, int n)
+__global__ void __launch_bounds__(THREADS) rmsnorm_kernel(const float *__restrict__ x, const float *__restrict__ w,
+                                                          float eps, int n, float *__restrict__ y32,
+                                                          uint16_t *__restrict__ y16)
+{
+    size_t r = blockIdx.x;
+    norm_row(x + r * n, w, eps, n, y32 ? y32 + r * n : NULL, y16 ? y16 + r * n : NULL);
+}
+
+__global__ void __launch_bounds__(THREADS) rmsnorm_gather_kernel(const float *__restrict__ x,
+                                                                 const int32_t *__restrict__ index,
+                                                                 const float *__restrict__ w, float eps, int n,
+                                                                 uint16_t *__restrict__ y16)
+{
+    norm_row(x + (size_t)index[blockIdx.x] * n, w, eps, n, NULL, y16 + (size_t)blockIdx.x * n);
+}
+
+// x = (x + RMSNorm(t; w)) * scalar; then, with w_next, the next block's input norm of the new x.
+__global__ void __launch_bounds__(THREADS) residual_norm_add_kernel(float *__restrict__ x, const float *__restrict__ t,
+                                                                    const float *__restrict__ w, float eps, float scalar,
+                                                                    const float *__restrict__ w_next,
+                                                                    uint16_t *__restrict__ xn16, int n)
 {
     __shared__ float scratch[32];
     const float *tr = t + (size_t)blockIdx.x * n;
     float *xr = x + (size_t)blockIdx.x * n;
+    if (vec_ok(n)) {
+        float4 tv[VEC_MAX], xv[VEC_MAX];
+        int nv = n / 4;
+#pragma unroll
+        for (int j = 0; j < VEC_MAX; j++) {
+            int q = threadIdx.x + j * THREADS;
+            tv[j] = q < nv ? ld4(tr, q) : make_float4(0, 0, 0, 0);
+            xv[j] = q < nv ? ld4(xr, q) : make_float4(0, 0, 0, 0);
+        }
+        float scale = rms_scale(tv, nv, n, eps, scratch);
+#pragma unroll
+        for (int j = 0; j < VEC_MAX; j++) {
+            int q = threadIdx.x + j * THREADS;
+            if (q >= nv) break;
+            float4 ww = ld4(w, q), a = tv[j], b = xv[j];
+            b = make_float4((b.x + a.x * scale * ww.x) * scalar, (b.y + a.y * scale * ww.y) * scalar,
+                            (b.z + a.z * scale * ww.z) * scalar, (b.w + a.w * scale * ww.w) * scalar);
+            xv[j] = b;
+            reinterpret_cast<float4 *>(xr)[q] = b;
+        }
+        if (w_next) store_normed(xv, nv, w_next, rms_scale(xv, nv, n, eps, scratch), NULL, xn16 + (size_t)blockIdx.x * n);
+        return;
+    }
     float ss = 0.0f, scale;
     for (int i = threadIdx.x; i < n; i += blockDim.x) ss += tr[i] * tr[i];
     ss = block_sum(ss, scratch);
     scale = 1.0f / sqrtf(ss / (float)n + eps);
     for (int i = threadIdx.x; i < n; i += blockDim.x) xr[i] = (xr[i] + tr[i] * scale * w[i]) * scalar;
+    if (!w_next) return;
+    __syncthreads();
+    norm_row(xr, w_next, eps, n, NULL, xn16 + (size_t)blockIdx.x * n);
 }
 
 extern "C" void kern_rmsnorm(const float *x, const float *w, float eps, int rows, int n, float *y32, uint16_t *y16,
@@ -44,10 +140,18 @@ extern "C" void kern_rmsnorm(const float *x, const float *w, float eps, int rows
     KERN_LAUNCHED();
 }
 
-extern "C" void kern_residual_norm_add(float *x, const float *t, const float *w, float eps, float scalar, int rows,
-                                       int n, kern_stream s)
+extern "C" void kern_rmsnorm_gather(const float *x, const int32_t *index, const float *w, float eps, int rows, int n,
+                                    uint16_t *y16, kern_stream s)
 {
     if (rows == 0) return;
-    residual_norm_add_kernel<<<rows, THREADS, 0, s>>>(x, t, w, eps, scalar, n);
+    rmsnorm_gather_kernel<<<rows, THREADS, 0, s>>>(x, index, w, eps, n, y16);
+    KERN_LAUNCHED();
+}
+
+extern "C" void kern_residual_norm_add(float *x, const float *t, const float *w, float eps, float scalar,
+                                       const float *w_next, uint16_t *xn16, int rows, int n, kern_stream s)
+{
+    if (rows == 0) return;
+    residual_norm_add_kernel<<<rows, THREADS, 0, s>>>(x, t, w, eps, scalar, w_next, xn16, n);
     KERN_LAUNCHED();
 }

@@ -136,6 +136,7 @@ int cmd_bench(int argc, char **argv)
     const char *dir = NULL, *shape = NULL;
     enum engine_device dev = ENGINE_CUDA;
     long max_prefill = 8192, layers = 0;
+    int decode_only = 0;
     char err[G4_ERR_MAX];
     struct g4_model *m;
     struct engine *e;
@@ -153,6 +154,8 @@ int cmd_bench(int argc, char **argv)
             else if (strcmp(argv[i], "cuda")) return cmd_usage_error("bench", "--device must be cpu or cuda");
         } else if (!strcmp(argv[i], "--max-prefill") && i + 1 < argc) {
             if (cmd_parse_int("bench", "--max-prefill", argv[++i], 512, 32768, &max_prefill)) return 2;
+        } else if (!strcmp(argv[i], "--decode-only")) {
+            decode_only = 1;
         } else if (!strcmp(argv[i], "--layers") && i + 1 < argc) {
             if (cmd_parse_int("bench", "--layers", argv[++i], 1, 1000, &layers)) return 2;
         } else return cmd_usage_error("bench", "unknown argument %s", argv[i]);
@@ -200,6 +203,11 @@ int cmd_bench(int argc, char **argv)
                    floor_s > 0 ? 100 * floor_s / step : 0);
             fflush(stdout);
         }
+    if (decode_only) {
+        engine_destroy(e);
+        model_free(m);
+        return 0;
+    }
     {
         double one = time_decode(e, 1, 1024, 1, m->cfg.text.vocab);
         printf("\n| decode window | rows | step ms | vs one row |\n|---|---|---|---|\n| 1 stream, context 1024 | 1 | %.2f | 1.00 |\n",

@@ -182,8 +182,13 @@ int tiny_model_write_shape(const char *dir, const char *shape, int layers, uint6
     } else if (!strcmp(shape, "31b")) {
         t.hidden = 5376, t.intermediate = 21504, t.n_layers = 60, t.n_heads = 32, t.n_kv_heads = 16;
         t.n_global_kv_heads = 4;
+    } else if (!strcmp(shape, "wide")) {
+        /* the GPU exactness checks' model: real head dims (256 sliding, 512 full), products cut into 2 to 8
+         * K segments, a window of 256 that test prompts cross many times */
+        t.hidden = 1024, t.intermediate = 4096, t.n_layers = 4, t.n_heads = 8, t.n_kv_heads = 4;
+        t.n_global_kv_heads = 1, t.full_every = 2, t.sliding_window = 256, t.vocab = 262144;
     } else {
-        return g4_errf(err, "unknown shape '%s' (12b, 31b)", shape);
+        return g4_errf(err, "unknown shape '%s' (12b, 31b, wide)", shape);
     }
     if (layers < 0 || layers > t.n_layers)
         return g4_errf(err, "--layers %d: the %s shape has %d layers", layers, shape, t.n_layers);

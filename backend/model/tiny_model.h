@@ -10,7 +10,8 @@
 int tiny_model_write(const char *dir, uint64_t seed, const char *tokenizer_src, char *err);
 
 /* Random weights of a real shape for speed measurements ("12b": Gemma 4 12B unified; "31b": the 31B text
- * decoder's dimensions in the unified layout): same files, no tokenizer when tokenizer_src is NULL. Values
+ * decoder's dimensions in the unified layout; "wide": the GPU exactness checks' model, hidden 1024 with the real
+ * head dims, 4 layers): same files, no tokenizer when tokenizer_src is NULL. Values
  * are uniform random bf16 (cheap to make at 12 billion), never zeros. layers: 0 for the shape's own depth,
  * or fewer (the first `layers` of its pattern: the 31B's 62 GB do not fit a 64 GB disk beside anything else).
  * 0, or -1 with err (unknown shape, too many layers). */

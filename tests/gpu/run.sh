@@ -2,8 +2,11 @@
 # tests/gpu/run.sh — the GPU checks, run on the GPU machine over a build made with nvcc (make), with the
 # runtime libraries the build machine collected (sh ../shared/tools/device-runtime-libs.sh .devlibs):
 #   sh tests/gpu/run.sh [OUT_DIR]
-# Runs the CUDA engine tests (bf16 error against the CPU path, row-exactness), then compute-sanitizer
-# memcheck on the same program when it is installed. Prints one closing line `N passed, N failed`.
+# Runs the matrix-product test at the real 12B/31B shapes (decode and prompt kernels bit-identical, close to
+# double precision), the CUDA engine tests (bf16 error against the CPU path, row-exactness) on the tiny
+# fixtures and on the "wide" model it writes (real head dims, K segments, 700 positions), then
+# compute-sanitizer memcheck on the engine test (tiny fixtures) when it is installed. Prints one closing line
+# `N passed, N failed`.
 set -u
 out=${1:-/tmp/g4-gpu}
 mkdir -p "$out"
@@ -16,7 +19,12 @@ run() {
     tail -n 30 "$out/$name.log"
 }
 b=${G4_BUILD:-build}
+wide=${G4_CUDA_WIDE_MODEL:-/tmp/g4-wide}
+[ -f "$wide/config.json" ] || "$b/g4" make-tiny-model "$wide" --shape wide >/dev/null
+run cuda_kernels "$b/tests/test_cuda_kernels"
+export G4_CUDA_WIDE_MODEL="$wide"
 run cuda_engine "$b/tests/test_cuda_engine"
+unset G4_CUDA_WIDE_MODEL
 if command -v compute-sanitizer >/dev/null 2>&1; then
     run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$b/tests/test_cuda_engine"
 fi

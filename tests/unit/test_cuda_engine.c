@@ -1,13 +1,20 @@
 /* The CUDA engine against the CPU reference, and its exactness contract, on the tiny fixture checkpoints
- * (tests/fixtures/engine). Skips, saying so, where there is no GPU (CI).
+ * (tests/fixtures/engine) and, when tests/gpu/run.sh names it, on the "wide" model (real head dims, K
+ * segments, long prompts). Skips, saying so, where there is no GPU (CI).
  *
  *   bf16 error: the network's own bf16 error is measured as the CPU path with bf16 activations (the GPU's
- *               roundings) against the fp32 CPU path; the GPU must be within twice that of the fp32 CPU path,
- *               and within a quarter of that of the CPU path with the same roundings (they differ only in
- *               summation order, which this deliberately sensitive random network amplifies); argmax identical wherever the reference's top-2 margin exceeds twice the largest
- *               logit error seen (the rows that differ at smaller margins are printed).
+ *               roundings: product inputs, q, k, v, the attention weights) against the fp32 CPU path; the
+ *               GPU must be within twice that of the fp32 CPU path, and within a share of that of the CPU
+ *               path with the same roundings — a quarter on the wide model; 0.35 on the tiny fixtures, whose
+ *               deliberately sensitive random networks (bf16 alone moves their logits 25-45 %) turn the two
+ *               paths' different summation orders into whole bf16 steps at every rounding point. Argmax
+ *               identical wherever the reference's top-2 margin exceeds twice the largest logit error seen
+ *               (the rows that differ at smaller margins are printed).
  *   row-exact:  a prompt's logits are bit-identical fed as one chunk, in chunks of 5, one row at a time,
- *               and beside other streams in the same steps (as a decode window and among decode rows). */
+ *               and beside other streams in the same steps (as a decode window and among decode rows); a
+ *               long prompt in chunks of 512 (prompt GEMM) equals it in chunks of 3 (decode GEMM).
+ *   draws:      the tokens the engine draws (candidates selected on the device) equal samp_sample's on the
+ *               logits of the same step. */
 #include <cJSON.h>
 #include <math.h>
 
@@ -140,20 +147,129 @@ static int check_argmax(const char *what, const float *got, const float *ref, in
     return checked;
 }
 
-static void check_model(const char *name)
+/* The engine's own draws (candidates selected on the device, kern_topk) against samp_sample on the logits the
+ * same step copied out: for every row and several parameter sets — greedy, Gemma 4's defaults, top-k over
+ * the device's heap-free radix path, top-k past the vocabulary, min-p, top-k off (drawn on the host), with
+ * suppressed ids — the tokens must be equal. */
+static void check_draws(const char *name, struct g4_model *m, const int32_t *ids, int T)
 {
-    char dir[256], err[G4_ERR_MAX];
-    struct g4_model *m;
-    int T, V, d32 = 0, d16 = 0, c32, c16, exact;
-    int32_t *ids;
+    int V = m->cfg.text.vocab, checked = 0, differ = 0, n = T < 64 ? T : 64;
+    struct engine_opts o = {ENGINE_CUDA, 1, T + 8, 0, ENGINE_IMAGE_MASK_SLIDING_ONLY, ENGINE_FP32};
+    char err[G4_ERR_MAX];
+    struct samp_params ps[6];
+    samp_ws *ws = samp_ws_create(V);
+    float *logits = g4_malloc((size_t)n * V * sizeof *logits);
+    int32_t drawn[64];
+    for (int k = 0; k < 6; k++) {
+        samp_params_gemma4(&ps[k]);
+        ps[k].seed = 1000 + (uint64_t)k;
+        ps[k].n_suppress_ids = 2;
+        ps[k].suppress_ids[0] = 3 % V;
+        ps[k].suppress_ids[1] = 77 % V;
+    }
+    ps[0].temperature = 0.0f;
+    ps[2].top_k = 1000;
+    ps[3].top_k = 0;
+    ps[4].min_p = 0.05f;
+    ps[4].top_p = 1.0f;
+    ps[5].top_k = 1;
+    ps[5].temperature = 1.5f;
+    for (int k = 0; k < 6; k++) {
+        struct engine *e = engine_create(m, &o, err);
+        int s;
+        struct engine_item it = {0};
+        EXPECTF(e, "%s", err);
+        if (!e) break;
+        s = engine_stream_open(e);
+        /* the prompt's first T - n rows, then its last n rows in one item drawing every row */
+        if (T > n) EXPECTF(prefill_run(e, s, ids, T - n, NULL, 0, ENGINE_CHUNK_ROWS, NULL, 0, err) == 0, "%s", err);
+        it.stream = s;
+        it.n = n;
+        it.tokens = ids + T - n;
+        it.logits = logits;
+        it.sample = &ps[k];
+        it.sampled = drawn;
+        EXPECTF(engine_step(e, &it, 1, err) == 0, "%s", err);
+        for (int r = 0; r < n; r++) {
+            int32_t want = samp_sample(&ps[k], logits + (size_t)r * V, (uint64_t)(T - n + r) + 1, ws);
+            if (drawn[r] != want && differ++ < 4)
+                EXPECTF(0, "%s params %d row %d: engine drew %d, samp_sample %d", name, k, r, drawn[r], want);
+            checked++;
+        }
+        engine_destroy(e);
+    }
+    EXPECTF(differ == 0, "%s: %d draws differ", name, differ);
+    printf("  %-7s draws: %d rows x 6 parameter sets, device-selected draws vs samp_sample on the same logits: %d differ\n",
+           name, checked / 6, differ);
+    free(logits);
+    samp_ws_destroy(ws);
+}
+
+/* Greedy-free decoding (seeded, T = 1, Gemma 4's top-k/top-p) of `steps` tokens for each of n streams after a
+ * prompt, every step drawing in the engine (no logits copied: the pass a CUDA graph replays). Fills
+ * out (n, steps). graphs: whether the engine may replay graphs (G4_CUDA_GRAPHS). */
+static void decode_tokens(struct g4_model *m, const int32_t *ids, int T, int n, int steps, int graphs, int32_t *out)
+{
+    struct engine_opts o = {ENGINE_CUDA, 4, T + steps + 8, 0, ENGINE_IMAGE_MASK_SLIDING_ONLY, ENGINE_FP32};
+    char err[G4_ERR_MAX];
+    struct engine *e;
+    struct samp_params p;
+    int32_t cur[4];
+    int s[4];
+    setenv("G4_CUDA_GRAPHS", graphs ? "1" : "0", 1);
+    e = engine_create(m, &o, err);
+    unsetenv("G4_CUDA_GRAPHS");
+    EXPECTF(e, "%s", err);
+    if (!e) return;
+    samp_params_gemma4(&p);
+    p.n_suppress_ids = 0;
+    for (int i = 0; i < n; i++) {
+        s[i] = engine_stream_open(e);
+        EXPECTF(prefill_run(e, s[i], ids, T - 1 - i, NULL, 0, ENGINE_CHUNK_ROWS, NULL, 0, err) == 0, "%s", err);
+        cur[i] = ids[T - 1 - i];
+    }
+    for (int t = 0; t < steps; t++) {
+        struct engine_item it[4];
+        int32_t got[4];
+        memset(it, 0, sizeof it);
+        for (int i = 0; i < n; i++) {
+            it[i].stream = s[i];
+            it[i].n = 1;
+            it[i].tokens = &cur[i];
+            it[i].sample = &p;
+            it[i].sampled = &got[i];
+        }
+        EXPECTF(engine_step(e, it, n, err) == 0, "%s", err);
+        for (int i = 0; i < n; i++) {
+            out[i * steps + t] = got[i];
+            cur[i] = got[i] >= 0 ? got[i] : 0;
+        }
+    }
+    engine_destroy(e);
+}
+
+/* Decode steps replayed from CUDA graphs draw the tokens eager steps draw, and a stream decoding beside two
+ * others draws what it draws alone. */
+static void check_graphs(const char *name, struct g4_model *m, const int32_t *ids, int T)
+{
+    enum { STEPS = 24 };
+    int32_t graphed[3 * STEPS], eager[3 * STEPS], alone[STEPS];
+    decode_tokens(m, ids, T, 3, STEPS, 1, graphed);
+    decode_tokens(m, ids, T, 3, STEPS, 0, eager);
+    decode_tokens(m, ids, T, 1, STEPS, 1, alone);
+    EXPECTF(!memcmp(graphed, eager, sizeof graphed), "%s: graph-replayed decode steps draw other tokens", name);
+    EXPECTF(!memcmp(graphed, alone, sizeof alone), "%s: a stream beside two others draws other tokens", name);
+    printf("  %-7s graphs: %d seeded decode steps x 3 streams, replayed = eager = alone: %s\n", name, STEPS,
+           !memcmp(graphed, eager, sizeof graphed) && !memcmp(graphed, alone, sizeof alone) ? "same tokens" : "DIFFER");
+}
+
+/* Every check of the file on one model and prompt; long_T rows for the tiled-vs-decode kernel check. */
+static void check_prompt(const char *name, struct g4_model *m, const int32_t *ids, int T, int long_T,
+                         double vs16_share)
+{
+    int V = m->cfg.text.vocab, d32 = 0, d16 = 0, c32, c16, exact;
     float *cpu, *cpu16, *gpu, *g5, *g1, *crowd;
     struct diff bf16_cost, vs32, vs16;
-    snprintf(dir, sizeof dir, "%s/%s", FIXTURES, name);
-    m = model_load(dir, 0, err);
-    EXPECTF(m, "%s", err);
-    if (!m) return;
-    V = m->cfg.text.vocab;
-    ids = case_ids(dir, 0, &T);
     cpu = prompt_logits(m, ENGINE_CPU, ENGINE_FP32, ids, T, ENGINE_CHUNK_ROWS);
     cpu16 = prompt_logits(m, ENGINE_CPU, ENGINE_CPU_BF16_ACTIVATIONS, ids, T, ENGINE_CHUNK_ROWS);
     gpu = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, ENGINE_CHUNK_ROWS);
@@ -171,9 +287,9 @@ static void check_model(const char *name)
            name, T, bf16_cost.rel, vs32.rel, vs32.abs, c32, T, d32, vs16.rel, c16, T, d16);
     EXPECTF(vs32.rel <= 2 * bf16_cost.rel + 1e-3, "%s: cuda vs cpu %.3g, over twice the bf16 error %.3g", name,
             vs32.rel, bf16_cost.rel);
-    EXPECTF(vs16.rel <= 0.25 * bf16_cost.rel + 1e-4,
-            "%s: cuda vs the cpu with the same roundings %.3g, over a quarter of the bf16 error %.3g", name, vs16.rel,
-            bf16_cost.rel);
+    EXPECTF(vs16.rel <= vs16_share * bf16_cost.rel + 1e-4,
+            "%s: cuda vs the cpu with the same roundings %.3g, over %.2f of the bf16 error %.3g", name, vs16.rel,
+            vs16_share, bf16_cost.rel);
     exact = !memcmp(gpu, g5, (size_t)T * V * 4) && !memcmp(gpu, g1, (size_t)T * V * 4) &&
             !memcmp(gpu, crowd, (size_t)T * V * 4);
     EXPECTF(!memcmp(gpu, g5, (size_t)T * V * 4), "%s: chunks of 5 differ from one chunk", name);
@@ -183,15 +299,15 @@ static void check_model(const char *name)
            exact ? "bit-identical" : "DIFFER");
     {
         /* a prompt longer than the decode kernel's 64 rows: the tiled prompt kernel against the decode kernel */
-        int T2 = 150;
-        int32_t *ids2 = g4_malloc((size_t)T2 * sizeof *ids2);
+        int32_t *ids2 = g4_malloc((size_t)long_T * sizeof *ids2);
         float *whole, *rows;
-        for (int i = 0; i < T2; i++) ids2[i] = ids[i % T];
-        whole = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids2, T2, ENGINE_CHUNK_ROWS);
-        rows = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids2, T2, 3);
-        EXPECTF(!memcmp(whole, rows, (size_t)T2 * V * 4), "%s: 150 rows in one chunk differ from chunks of 3", name);
-        printf("  %-7s row-exact across kernels: 150 rows in one chunk (tiled GEMM) = chunks of 3 (decode GEMM): %s\n",
-               name, !memcmp(whole, rows, (size_t)T2 * V * 4) ? "bit-identical" : "DIFFER");
+        for (int i = 0; i < long_T; i++) ids2[i] = ids[i % T];
+        whole = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids2, long_T, ENGINE_CHUNK_ROWS);
+        rows = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids2, long_T, 3);
+        EXPECTF(!memcmp(whole, rows, (size_t)long_T * V * 4), "%s: %d rows in chunks of 512 differ from chunks of 3",
+                name, long_T);
+        printf("  %-7s row-exact across kernels: %d rows in chunks of 512 (tiled GEMM) = chunks of 3 (decode GEMM): %s\n",
+               name, long_T, !memcmp(whole, rows, (size_t)long_T * V * 4) ? "bit-identical" : "DIFFER");
         free(whole);
         free(rows);
         free(ids2);
@@ -202,6 +318,48 @@ static void check_model(const char *name)
     free(g5);
     free(g1);
     free(crowd);
+}
+
+static void check_model(const char *name)
+{
+    char dir[256], err[G4_ERR_MAX];
+    struct g4_model *m;
+    int T;
+    int32_t *ids;
+    snprintf(dir, sizeof dir, "%s/%s", FIXTURES, name);
+    m = model_load(dir, 0, err);
+    EXPECTF(m, "%s", err);
+    if (!m) return;
+    ids = case_ids(dir, 0, &T);
+    check_prompt(name, m, ids, T, 150, 0.35);
+    check_draws(name, m, ids, T);
+    check_graphs(name, m, ids, T);
+    free(ids);
+    model_free(m);
+}
+
+/* The "wide" model (g4 make-tiny-model DIR --shape wide, named by G4_CUDA_WIDE_MODEL): the real head dims
+ * (256, 512), products cut into K segments, 600 positions crossing its 256-row window and every attention
+ * partial — what the tiny fixtures are too small to reach. */
+static void test_wide(void)
+{
+    const char *dir = getenv("G4_CUDA_WIDE_MODEL");
+    char err[G4_ERR_MAX];
+    struct g4_model *m;
+    int T = 600;
+    int32_t *ids;
+    if (!dir) {
+        printf("  (G4_CUDA_WIDE_MODEL not set: tests/gpu/run.sh makes the wide model and sets it)\n");
+        return;
+    }
+    m = model_load(dir, 0, err);
+    EXPECTF(m, "%s", err);
+    if (!m) return;
+    ids = g4_malloc((size_t)T * sizeof *ids);
+    for (int i = 0; i < T; i++) ids[i] = i ? 10 + (int32_t)((i * 2654435761u) % (uint32_t)(m->cfg.text.vocab - 10)) : 2;
+    check_prompt("wide", m, ids, T, 600, 0.25);
+    check_draws("wide", m, ids, T);
+    check_graphs("wide", m, ids, T);
     free(ids);
     model_free(m);
 }
@@ -221,5 +379,6 @@ int main(void)
     if (!have_gpu()) return test_report();
     RUN_TEST(test_unified);
     RUN_TEST(test_text31);
+    RUN_TEST(test_wide);
     return test_report();
 }

@@ -81,7 +81,8 @@ static void attn_range(void *ctx, int begin, int end)
         memset(o, 0, (size_t)D * sizeof *o);
         for (int kp = lo; kp <= hi; kp++) {
             const float *vr;
-            float w = scores[kp] / sum;
+            /* with GPU roundings, the weights multiply the values as bf16 (the GPU's tensor cores) */
+            float w = (j->e->bf16_act ? bf16_to_f32(f32_to_bf16(scores[kp])) : scores[kp]) / sum;
             if (w == 0.0f) continue;
             vr = key_row(j, j->v, j->vc, kp) + (size_t)kvh * D;
             for (int d = 0; d < D; d++) o[d] += w * vr[d];
@@ -138,6 +139,7 @@ static void layer_forward(struct cpu_engine *e, int li, const struct engine_item
     else memcpy(e->v, e->k, (size_t)n * c->kv_dim * sizeof *e->v); /* K=V: V is the raw K projection */
     pool_run(e->pool, qkv_norm_range, &rj, n);
     if (e->bf16_act) {
+        cpu_round_bf16(e->q, (size_t)n * c->q_dim);
         cpu_round_bf16(e->k, (size_t)n * c->kv_dim);
         cpu_round_bf16(e->v, (size_t)n * c->kv_dim);
     }

@@ -36,6 +36,20 @@ uint16_t *cuda_upload_bf16(struct cuda_engine *e, const uint16_t *host, size_t c
     return d;
 }
 
+uint16_t *cuda_upload_bf16_stack(struct cuda_engine *e, const uint16_t *const *parts, const int *rows, int n, int cols)
+{
+    size_t total = 0, at = 0;
+    uint16_t *d;
+    for (int i = 0; i < n; i++) total += (size_t)rows[i] * cols;
+    d = cuda_alloc(e, total * sizeof *d);
+    for (int i = 0; i < n; i++) {
+        CUDA_CHECK(cudaMemcpy(d + at, parts[i], (size_t)rows[i] * cols * sizeof *d, cudaMemcpyHostToDevice));
+        at += (size_t)rows[i] * cols;
+    }
+    e->weight_bytes += total * sizeof *d;
+    return d;
+}
+
 float *cuda_upload_f32(struct cuda_engine *e, float *host, size_t count)
 {
     float *d;
@@ -47,35 +61,54 @@ float *cuda_upload_f32(struct cuda_engine *e, float *host, size_t count)
     return d;
 }
 
+/* The attention tile list layer l uses: one per distinct rows-per-tile value (kern_attention_tile_rows). */
+static int tile_set_for(struct cuda_engine *e, const struct cfg_layer *cl, char *err)
+{
+    int rows = kern_attention_tile_rows(cl->head_dim, cl->n_heads / cl->n_kv_heads);
+    if (rows == 0)
+        return g4_errf(err, "cuda engine: %d query heads per kv head at head dim %d are not supported",
+                       cl->n_heads / cl->n_kv_heads, cl->head_dim);
+    for (int i = 0; i < e->n_tile_sets; i++)
+        if (e->tile_rows[i] == rows) return i;
+    G4_CHECK(e->n_tile_sets < CUDA_TILE_SETS, "more than %d attention tile shapes", CUDA_TILE_SETS);
+    e->tile_rows[e->n_tile_sets] = rows;
+    return e->n_tile_sets++;
+}
+
 static int load_layer(struct cuda_engine *e, int i, char *err)
 {
     const struct cfg_model *c = &e->model->cfg;
     const struct st_set *s = e->model->weights;
     struct cuda_layer *l = &e->layers[i];
     const struct cfg_layer *cl = &c->text.layer[i];
-    const uint16_t *m;
+    const uint16_t *m, *qkv[3], *gu[2];
+    int qkv_rows[3] = {cl->q_dim, cl->kv_dim, cl->kv_dim}, gu_rows[2] = {cl->intermediate, cl->intermediate};
     float *v;
     char name[256];
     int H = e->H, D = cl->head_dim;
 #define NAME(suffix) (snprintf(name, sizeof name, "%slayers.%d.%s", c->text_prefix, i, suffix), name)
-#define MATRIX(dst, suffix, rows, cols)                                                                          \
+#define HOST(dst, suffix, rows, cols)                                                                            \
     do {                                                                                                         \
-        if (!(m = weights_matrix(s, NAME(suffix), rows, cols, err))) return -1;                                  \
-        dst = cuda_upload_bf16(e, m, (size_t)(rows) * (cols));                                                        \
+        if (!(dst = weights_matrix(s, NAME(suffix), rows, cols, err))) return -1;                                \
     } while (0)
 #define VECTOR(dst, suffix, n)                                                                                   \
     do {                                                                                                         \
         if (!(v = weights_vector(s, NAME(suffix), n, err))) return -1;                                           \
-        dst = cuda_upload_f32(e, v, (size_t)(n));                                                                     \
+        dst = cuda_upload_f32(e, v, (size_t)(n));                                                                \
     } while (0)
     l->c = cl;
-    MATRIX(l->wq, "self_attn.q_proj.weight", cl->q_dim, H);
-    MATRIX(l->wk, "self_attn.k_proj.weight", cl->kv_dim, H);
-    if (!cl->k_eq_v) MATRIX(l->wv, "self_attn.v_proj.weight", cl->kv_dim, H);
-    MATRIX(l->wo, "self_attn.o_proj.weight", H, cl->q_dim);
-    MATRIX(l->w_gate, "mlp.gate_proj.weight", cl->intermediate, H);
-    MATRIX(l->w_up, "mlp.up_proj.weight", cl->intermediate, H);
-    MATRIX(l->w_down, "mlp.down_proj.weight", H, cl->intermediate);
+    HOST(qkv[0], "self_attn.q_proj.weight", cl->q_dim, H);
+    HOST(qkv[1], "self_attn.k_proj.weight", cl->kv_dim, H);
+    if (!cl->k_eq_v) HOST(qkv[2], "self_attn.v_proj.weight", cl->kv_dim, H);
+    l->qkv_n = cl->q_dim + (cl->k_eq_v ? 1 : 2) * cl->kv_dim;
+    l->w_qkv = cuda_upload_bf16_stack(e, qkv, qkv_rows, cl->k_eq_v ? 2 : 3, H);
+    HOST(m, "self_attn.o_proj.weight", H, cl->q_dim);
+    l->wo = cuda_upload_bf16(e, m, (size_t)H * cl->q_dim);
+    HOST(gu[0], "mlp.gate_proj.weight", cl->intermediate, H);
+    HOST(gu[1], "mlp.up_proj.weight", cl->intermediate, H);
+    l->w_gu = cuda_upload_bf16_stack(e, gu, gu_rows, 2, H);
+    HOST(m, "mlp.down_proj.weight", H, cl->intermediate);
+    l->w_down = cuda_upload_bf16(e, m, (size_t)H * cl->intermediate);
     VECTOR(l->q_norm, "self_attn.q_norm.weight", D);
     VECTOR(l->k_norm, "self_attn.k_norm.weight", D);
     VECTOR(l->in_norm, "input_layernorm.weight", H);
@@ -84,7 +117,7 @@ static int load_layer(struct cuda_engine *e, int i, char *err)
     VECTOR(l->post_ff_norm, "post_feedforward_layernorm.weight", H);
     if (!(v = weights_vector(s, NAME("layer_scalar"), 1, err))) return -1;
 #undef NAME
-#undef MATRIX
+#undef HOST
 #undef VECTOR
     l->scalar = v[0];
     free(v);
@@ -92,32 +125,65 @@ static int load_layer(struct cuda_engine *e, int i, char *err)
     cfg_rope_inv_freq(cl, v);
     l->inv_freq = cuda_upload_f32(e, v, (size_t)(D / 2));
     l->cap = engine_cache_rows(cl, e->opts.max_context);
-    return 0;
+    l->tile_set = tile_set_for(e, cl, err);
+    return l->tile_set < 0 ? -1 : 0;
+}
+
+/* The decode GEMM's scratch: the largest of the model's products cut into segments, at 64 rows. */
+static void gemm_ws_size(const struct cuda_engine *e, long *floats, int *counters)
+{
+    *floats = 0;
+    *counters = 1;
+    for (int i = 0; i < e->L; i++) {
+        const struct cuda_layer *l = &e->layers[i];
+        int N[4] = {l->qkv_n, e->H, 2 * l->c->intermediate, e->H}, K[4] = {e->H, l->c->q_dim, e->H, l->c->intermediate};
+        for (int j = 0; j < 4; j++) {
+            long f = kern_gemm_ws_floats(64, N[j], K[j]);
+            if (f > *floats) *floats = f;
+            if (kern_gemm_ws_counters(N[j]) > *counters) *counters = kern_gemm_ws_counters(N[j]);
+        }
+    }
+    if (kern_gemm_ws_floats(64, e->V, e->H) > *floats) *floats = kern_gemm_ws_floats(64, e->V, e->H);
+    if (kern_gemm_ws_counters(e->V) > *counters) *counters = kern_gemm_ws_counters(e->V);
 }
 
 /* Bytes of scratch for max_rows rows (see struct cuda_engine). */
 static size_t scratch_bytes(const struct cuda_engine *e, int rows)
 {
     size_t per_row = 0;
-    per_row += 2 * (size_t)e->H * 4 + (size_t)e->H * 2;              /* x, t, xn */
-    per_row += (size_t)e->max_qd * 4 + (size_t)e->max_qd * 2;       /* q, o */
-    per_row += 2 * (size_t)e->max_kvd * 4 + 2 * (size_t)e->max_kvd * 2; /* k_raw, v_raw, k_new, v_new */
-    per_row += 2 * (size_t)e->max_i * 4 + (size_t)e->max_i * 2;      /* gate, up, h */
-    per_row += 2 * 4 + sizeof(struct kern_row);                       /* tokens, image_index, meta */
-    return per_row * rows + (size_t)CUDA_LOGIT_ROWS * e->V * 4 + (size_t)rows * e->H * 4 /* image rows */;
+    long ws_floats;
+    int ws_counters;
+    per_row += 2 * (size_t)e->H * 4 + (size_t)e->H * 2;                 /* x, t, xn */
+    per_row += (size_t)e->max_qkv * 4;                                  /* qkv */
+    per_row += 2 * (size_t)e->max_qd * 2;                               /* q16, o */
+    per_row += 2 * (size_t)e->max_kvd * 2;                              /* k_new, v_new */
+    per_row += 2 * (size_t)e->max_i * 4 + (size_t)e->max_i * 2;         /* gu, h */
+    per_row += (size_t)KERN_ATTN_PARTIALS * (e->max_qd + 2 * e->max_heads) * 4; /* part_acc, part_ml */
+    per_row += 3 * 4 + sizeof(struct kern_row) + CUDA_TILE_SETS * sizeof(struct kern_tile); /* ids, meta, tiles */
+    per_row += sizeof(struct kern_select_row) + (size_t)KERN_TOPK_MAX * 8 + 4;  /* draws: selection, candidates */
+    gemm_ws_size(e, &ws_floats, &ws_counters);
+    return per_row * rows + (size_t)CUDA_LOGIT_ROWS * e->V * 4 + (size_t)rows * e->H * 4 /* image rows */ +
+           (size_t)ws_floats * 4 + (size_t)ws_counters * 4;
 }
 
 static void cuda_destroy(void *impl)
 {
     struct cuda_engine *e = impl;
     if (!e) return;
+    cuda_prof_report_free(e);
+    for (int i = 0; i < e->n_graphs; i++)
+        if (e->graphs[i].exec) cudaGraphExecDestroy(e->graphs[i].exec);
     for (int i = 0; i < e->n_allocs; i++) cudaFree(e->allocs[i]);
     if (e->stream) cudaStreamDestroy(e->stream);
     free(e->allocs);
     free(e->layers);
-    free(e->h_tokens);
-    free(e->h_image_index);
-    free(e->h_meta);
+    cuda_sample_free(e);
+    cudaFreeHost(e->h_tokens);
+    cudaFreeHost(e->h_image_index);
+    cudaFreeHost(e->h_logit_rows);
+    cudaFreeHost(e->h_meta);
+    cudaFreeHost(e->h_tiles);
+    cudaFreeHost(e->h_n_tiles);
     free(e);
 }
 
@@ -138,30 +204,50 @@ static int plan_fits(struct cuda_engine *e, char *err)
     return 0;
 }
 
+static void *host_pinned(size_t bytes)
+{
+    void *p = NULL;
+    CUDA_CHECK(cudaMallocHost(&p, bytes ? bytes : 16));
+    return p;
+}
+
 static void alloc_scratch(struct cuda_engine *e)
 {
     size_t R = (size_t)e->max_rows;
+    long ws_floats;
+    int ws_counters;
     e->x = cuda_alloc(e, R * e->H * 4);
     e->t = cuda_alloc(e, R * e->H * 4);
     e->xn = cuda_alloc(e, R * e->H * 2);
-    e->q = cuda_alloc(e, R * e->max_qd * 4);
+    e->qkv = cuda_alloc(e, R * e->max_qkv * 4);
+    e->q16 = cuda_alloc(e, R * e->max_qd * 2);
     e->o = cuda_alloc(e, R * e->max_qd * 2);
-    e->k_raw = cuda_alloc(e, R * e->max_kvd * 4);
-    e->v_raw = cuda_alloc(e, R * e->max_kvd * 4);
     e->k_new = cuda_alloc(e, R * e->max_kvd * 2);
     e->v_new = cuda_alloc(e, R * e->max_kvd * 2);
-    e->gate = cuda_alloc(e, R * e->max_i * 4);
-    e->up = cuda_alloc(e, R * e->max_i * 4);
+    e->gu = cuda_alloc(e, R * e->max_i * 2 * 4);
     e->h = cuda_alloc(e, R * e->max_i * 2);
+    e->part_acc = cuda_alloc(e, R * KERN_ATTN_PARTIALS * e->max_qd * 4);
+    e->part_ml = cuda_alloc(e, R * KERN_ATTN_PARTIALS * 2 * e->max_heads * 4);
     e->tokens = cuda_alloc(e, R * 4);
     e->image_index = cuda_alloc(e, R * 4);
+    e->logit_rows = cuda_alloc(e, R * 4);
     e->meta = cuda_alloc(e, R * sizeof *e->meta);
+    e->tiles = cuda_alloc(e, CUDA_TILE_SETS * R * sizeof *e->tiles);
+    e->n_tiles = cuda_alloc(e, CUDA_TILE_SETS * sizeof *e->n_tiles);
     e->logits = cuda_alloc(e, (size_t)CUDA_LOGIT_ROWS * e->V * 4);
     e->image_rows_cap = e->max_rows;
     e->image_rows = cuda_alloc(e, R * e->H * 4);
-    e->h_tokens = g4_malloc(R * sizeof *e->h_tokens);
-    e->h_image_index = g4_malloc(R * sizeof *e->h_image_index);
-    e->h_meta = g4_malloc(R * sizeof *e->h_meta);
+    gemm_ws_size(e, &ws_floats, &ws_counters);
+    e->gemm_ws.partial = cuda_alloc(e, (size_t)ws_floats * 4);
+    e->gemm_ws.counters = cuda_alloc(e, (size_t)ws_counters * 4);
+    CUDA_CHECK(cudaMemset(e->gemm_ws.counters, 0, (size_t)ws_counters * 4));
+    e->h_tokens = host_pinned(R * sizeof *e->h_tokens);
+    e->h_image_index = host_pinned(R * sizeof *e->h_image_index);
+    e->h_logit_rows = host_pinned(R * sizeof *e->h_logit_rows);
+    e->h_meta = host_pinned(R * sizeof *e->h_meta);
+    e->h_tiles = host_pinned(CUDA_TILE_SETS * R * sizeof *e->h_tiles);
+    e->h_n_tiles = host_pinned(CUDA_TILE_SETS * sizeof *e->h_n_tiles);
+    cuda_sample_alloc(e);
     for (int i = 0; i < e->L; i++) {
         size_t n = (size_t)e->opts.max_streams * e->layers[i].cap * e->layers[i].c->kv_dim;
         e->layers[i].cache_k = cuda_alloc(e, n * 2);
@@ -196,9 +282,11 @@ static void *cuda_create(const struct g4_model *m, const struct engine_opts *opt
     e->embed_scale = bf16_to_f32(f32_to_bf16(sqrtf((float)e->H)));
     e->has_softcap = c->text.has_softcap;
     e->softcap = (float)c->text.final_softcap;
+    e->use_graphs = !getenv("G4_CUDA_GRAPHS") || strcmp(getenv("G4_CUDA_GRAPHS"), "0") != 0;
     e->max_rows = ENGINE_MAX_CHUNK + opts->max_streams * ENGINE_MAX_WINDOW;
     if (e->max_rows > 4096) e->max_rows = 4096;
     CUDA_CHECK(cudaStreamCreateWithFlags(&e->stream, cudaStreamNonBlocking));
+    cuda_prof_create(e);
     snprintf(name, sizeof name, "%sembed_tokens.weight", c->text_prefix);
     if (!(table = weights_matrix(m->weights, name, e->V, e->H, err))) goto fail;
     e->embed = cuda_upload_bf16(e, table, (size_t)e->V * e->H);
@@ -210,6 +298,8 @@ static void *cuda_create(const struct g4_model *m, const struct engine_opts *opt
         if (e->layers[i].c->q_dim > e->max_qd) e->max_qd = e->layers[i].c->q_dim;
         if (e->layers[i].c->kv_dim > e->max_kvd) e->max_kvd = e->layers[i].c->kv_dim;
         if (e->layers[i].c->intermediate > e->max_i) e->max_i = e->layers[i].c->intermediate;
+        if (e->layers[i].qkv_n > e->max_qkv) e->max_qkv = e->layers[i].qkv_n;
+        if (e->layers[i].c->n_heads > e->max_heads) e->max_heads = e->layers[i].c->n_heads;
     }
     e->has_vision = c->vision.kind == CFG_VISION_EMBEDDER;
     if (e->has_vision && cuda_load_vision(e, err)) goto fail;
@@ -275,6 +365,7 @@ static double cuda_copy_rate(void *impl)
 
 const struct engine_backend engine_cuda_backend = {
     .name = "cuda",
+    .draws = 1,
     .create = cuda_create,
     .destroy = cuda_destroy,
     .step = cuda_step,

@@ -1,25 +1,25 @@
 /* cuda_step — one device pass of a step: the rows of several items stacked into one activation matrix, so
  * every projection streams its weights once for all of them; attention, norms and RoPE work per row from the
- * row table (struct kern_row). The order of operations per row is fixed (cuda_engine.h's precision notes),
- * so a row's logits do not depend on the other rows of the pass. */
+ * row table (struct kern_row) and the attention tile lists. The order of operations per row is fixed
+ * (cuda_engine.h's precision notes), so a row's logits do not depend on the other rows of the pass.
+ *
+ * Per layer: the input norm (fused into the previous layer's last residual update), one q|k|v product,
+ * q/k/v norms and RoPE, attention (partials, then their merge), the cache update, the output product, the
+ * residual update fused with the MLP's input norm, one gate|up product, GeGLU, the down product, and the
+ * residual update fused with the next layer's input norm. The logits rows of every item go through the final
+ * norm and the tied head together, CUDA_LOGIT_ROWS at a time, and their tokens are drawn (cuda_sample.c). */
 #include <string.h>
 
 #include "engine/cuda/cuda_engine.h"
 #include "model/model.h"
 #include "util/util.h"
 
-/* y (M, N) = x (M, K) · wᵀ: the decode kernel for few rows, the tiled kernel for prompt chunks; both compute
- * every element with the same mma chain, so the choice never changes a result. */
-static void gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K, kern_stream s)
+/* Fills the host row table, the attention tiles, the logits row list and the draw plan (pinned staging),
+ * and sends the items' image rows. Returns the row count; *n_logits gets the number of logits rows. */
+static int stage_rows(struct cuda_engine *e, const struct engine_item *items, int n_items, const int *lengths,
+                      int *n_logits)
 {
-    if (M <= 64) kern_gemm_skinny(x, w, bias, y, M, N, K, s);
-    else kern_gemm_bf16(x, w, bias, y, M, N, K, s);
-}
-
-/* Fills the host row table and uploads it with the tokens and the image rows. Returns the row count. */
-static int stage_rows(struct cuda_engine *e, const struct engine_item *items, int n_items, const int *lengths)
-{
-    int R = 0, img = 0;
+    int R = 0, img = 0, L = 0;
     for (int i = 0; i < n_items; i++) {
         const struct engine_item *it = &items[i];
         if (it->n_image_rows) {
@@ -38,62 +38,150 @@ static int stage_rows(struct cuda_engine *e, const struct engine_item *items, in
             m->item_end = R + it->n;
             e->h_tokens[R + j] = engine_embedding_id(e->model, it->tokens[j]);
             e->h_image_index[R + j] = block >= 0 ? img++ : -1;
+            if ((it->logits || it->sample) && j >= it->logits_from) e->h_logit_rows[L++] = R + j;
         }
         R += it->n;
     }
     G4_CHECK(R <= e->max_rows && img <= e->image_rows_cap, "pass of %d rows over %d", R, e->max_rows);
-    CUDA_CHECK(cudaMemcpyAsync(e->tokens, e->h_tokens, (size_t)R * 4, cudaMemcpyHostToDevice, e->stream));
-    CUDA_CHECK(cudaMemcpyAsync(e->image_index, e->h_image_index, (size_t)R * 4, cudaMemcpyHostToDevice, e->stream));
-    CUDA_CHECK(cudaMemcpyAsync(e->meta, e->h_meta, (size_t)R * sizeof *e->meta, cudaMemcpyHostToDevice, e->stream));
+    for (int t = 0; t < e->n_tile_sets; t++) {
+        struct kern_tile *tiles = e->h_tiles + (size_t)t * e->max_rows;
+        int n = 0, base = 0;
+        for (int i = 0; i < n_items; i++) {
+            for (int r = 0; r < items[i].n; r += e->tile_rows[t]) {
+                tiles[n].row0 = base + r;
+                tiles[n].nrows = items[i].n - r < e->tile_rows[t] ? items[i].n - r : e->tile_rows[t];
+                n++;
+            }
+            base += items[i].n;
+        }
+        e->h_n_tiles[t] = n;
+    }
+    *n_logits = L;
+    cuda_sample_plan(e, items, n_items, L);
     return R;
 }
 
-static void layer_forward(struct cuda_engine *e, const struct cuda_layer *l, int R)
+/* The staged tables to the device (R rows, L logits rows). */
+static void upload_rows(struct cuda_engine *e, int R, int L)
 {
-    const struct cfg_layer *c = l->c;
-    int H = e->H, I = c->intermediate;
-    kern_stream s = e->stream;
-    int mask_all = e->opts.image_mask == ENGINE_IMAGE_MASK_ALL_LAYERS;
-    kern_rmsnorm(e->x, l->in_norm, e->rms_eps, R, H, NULL, e->xn, s);
-    gemm(e->xn, l->wq, NULL, e->q, R, c->q_dim, H, s);
-    gemm(e->xn, l->wk, NULL, e->k_raw, R, c->kv_dim, H, s);
-    if (l->wv) gemm(e->xn, l->wv, NULL, e->v_raw, R, c->kv_dim, H, s);
-    kern_qkv_prep(e->q, e->k_raw, l->wv ? e->v_raw : e->k_raw, l->q_norm, l->k_norm, l->inv_freq, e->meta, e->rms_eps, R,
-                  c->n_heads, c->n_kv_heads, c->head_dim, e->k_new, e->v_new, s);
-    kern_attention(e->q, e->k_new, e->v_new, l->cache_k, l->cache_v, e->meta, R, c->n_heads, c->n_kv_heads,
-                   c->head_dim, l->cap, c->is_full, c->window, mask_all, e->o, s);
-    kern_kv_store(e->k_new, e->v_new, e->meta, R, c->kv_dim, l->cap, l->cache_k, l->cache_v, s);
-    gemm(e->o, l->wo, NULL, e->t, R, H, c->q_dim, s);
-    kern_residual_norm_add(e->x, e->t, l->post_attn_norm, e->rms_eps, 1.0f, R, H, s);
-    kern_rmsnorm(e->x, l->pre_ff_norm, e->rms_eps, R, H, NULL, e->xn, s);
-    gemm(e->xn, l->w_gate, NULL, e->gate, R, I, H, s);
-    gemm(e->xn, l->w_up, NULL, e->up, R, I, H, s);
-    kern_geglu(e->gate, e->up, (long)R * I, e->h, s);
-    gemm(e->h, l->w_down, NULL, e->t, R, H, I, s);
-    kern_residual_norm_add(e->x, e->t, l->post_ff_norm, e->rms_eps, l->scalar, R, H, s);
+    CUDA_CHECK(cudaMemcpyAsync(e->tokens, e->h_tokens, (size_t)R * 4, cudaMemcpyHostToDevice, e->stream));
+    CUDA_CHECK(cudaMemcpyAsync(e->image_index, e->h_image_index, (size_t)R * 4, cudaMemcpyHostToDevice, e->stream));
+    CUDA_CHECK(cudaMemcpyAsync(e->meta, e->h_meta, (size_t)R * sizeof *e->meta, cudaMemcpyHostToDevice, e->stream));
+    if (L) CUDA_CHECK(cudaMemcpyAsync(e->logit_rows, e->h_logit_rows, (size_t)L * 4, cudaMemcpyHostToDevice, e->stream));
+    for (int t = 0; t < e->n_tile_sets; t++)
+        CUDA_CHECK(cudaMemcpyAsync(e->tiles + (size_t)t * e->max_rows, e->h_tiles + (size_t)t * e->max_rows,
+                                   (size_t)R * sizeof *e->tiles, cudaMemcpyHostToDevice, e->stream));
+    CUDA_CHECK(cudaMemcpyAsync(e->n_tiles, e->h_n_tiles, (size_t)e->n_tile_sets * sizeof *e->n_tiles,
+                               cudaMemcpyHostToDevice, e->stream));
+    cuda_sample_upload(e, L);
 }
 
-/* Final norm, tied head and soft-cap for the rows an item asks logits for, CUDA_LOGIT_ROWS at a time. */
-static void item_logits(struct cuda_engine *e, const struct engine_item *it, int base)
+static void gemm(struct cuda_engine *e, const uint16_t *x, const uint16_t *w, float *y, int M, int N, int K)
 {
-    for (int r = it->logits_from; r < it->n; r += CUDA_LOGIT_ROWS) {
-        int n = it->n - r < CUDA_LOGIT_ROWS ? it->n - r : CUDA_LOGIT_ROWS;
-        kern_rmsnorm(e->x + (size_t)(base + r) * e->H, e->final_norm, e->rms_eps, n, e->H, NULL, e->xn, e->stream);
-        gemm(e->xn, e->embed, NULL, e->logits, n, e->V, e->H, e->stream);
+    kern_gemm(x, w, NULL, y, M, N, K, &e->gemm_ws, e->stream);
+}
+
+/* One decoder layer over the pass's R rows; e->xn holds the layer's normed input, and on return the next
+ * layer's (next_norm), or is stale after the last layer (next_norm NULL). graphed: the launch is recorded in
+ * a graph that later passes of the same shape replay, so the attention grid covers every tile the rows could
+ * form (R) and its blocks past the pass's own count return at once. */
+static void layer_forward(struct cuda_engine *e, const struct cuda_layer *l, int R, int graphed, const float *next_norm)
+{
+    const struct cfg_layer *c = l->c;
+    int H = e->H, I = c->intermediate, ts = l->tile_set;
+    kern_stream s = e->stream;
+    int mask_all = e->opts.image_mask == ENGINE_IMAGE_MASK_ALL_LAYERS;
+    gemm(e, e->xn, l->w_qkv, e->qkv, R, l->qkv_n, H);
+    cuda_prof_mark(e, PROF_QKV);
+    kern_qkv_prep(e->qkv, l->qkv_n, c->q_dim, c->k_eq_v ? c->q_dim : c->q_dim + c->kv_dim, l->q_norm, l->k_norm,
+                  l->inv_freq, e->meta, e->rms_eps, R, c->n_heads, c->n_kv_heads, c->head_dim, e->q16, e->k_new,
+                  e->v_new, s);
+    cuda_prof_mark(e, PROF_QKV_PREP);
+    kern_attention(e->q16, e->k_new, e->v_new, l->cache_k, l->cache_v, e->meta, e->tiles + (size_t)ts * e->max_rows,
+                   e->n_tiles + ts, graphed ? R : e->h_n_tiles[ts], R, c->n_heads, c->n_kv_heads, c->head_dim, l->cap, c->is_full,
+                   c->window, mask_all, e->part_acc, e->part_ml, e->o, s);
+    cuda_prof_mark(e, PROF_ATTN);
+    kern_kv_store(e->k_new, e->v_new, e->meta, R, c->kv_dim, l->cap, l->cache_k, l->cache_v, s);
+    cuda_prof_mark(e, PROF_KV_STORE);
+    gemm(e, e->o, l->wo, e->t, R, H, c->q_dim);
+    cuda_prof_mark(e, PROF_O);
+    kern_residual_norm_add(e->x, e->t, l->post_attn_norm, e->rms_eps, 1.0f, l->pre_ff_norm, e->xn, R, H, s);
+    cuda_prof_mark(e, PROF_RESID);
+    gemm(e, e->xn, l->w_gu, e->gu, R, 2 * I, H);
+    cuda_prof_mark(e, PROF_GU);
+    kern_geglu(e->gu, R, I, e->h, s);
+    cuda_prof_mark(e, PROF_GEGLU);
+    gemm(e, e->h, l->w_down, e->t, R, H, I);
+    cuda_prof_mark(e, PROF_DOWN);
+    kern_residual_norm_add(e->x, e->t, l->post_ff_norm, e->rms_eps, l->scalar, next_norm, e->xn, R, H, s);
+    cuda_prof_mark(e, PROF_RESID);
+}
+
+/* Final norm, tied head and soft-cap for the pass's logits rows, CUDA_LOGIT_ROWS at a time; each chunk's
+ * draws are selected and its logits copied out before the next chunk reuses the buffer (cuda_sample.c). */
+static void pass_logits(struct cuda_engine *e, int n_logits)
+{
+    for (int first = 0; first < n_logits; first += CUDA_LOGIT_ROWS) {
+        int n = n_logits - first < CUDA_LOGIT_ROWS ? n_logits - first : CUDA_LOGIT_ROWS;
+        kern_rmsnorm_gather(e->x, e->logit_rows + first, e->final_norm, e->rms_eps, n, e->H, e->xn, e->stream);
+        gemm(e, e->xn, e->embed, e->logits, n, e->V, e->H);
         if (e->has_softcap) kern_softcap(e->logits, (long)n * e->V, e->softcap, e->stream);
-        CUDA_CHECK(cudaMemcpyAsync(it->logits + (size_t)(r - it->logits_from) * e->V, e->logits,
-                                   (size_t)n * e->V * sizeof(float), cudaMemcpyDeviceToHost, e->stream));
+        cuda_prof_mark(e, PROF_HEAD);
+        cuda_sample_chunk(e, first, n);
+        cuda_prof_mark(e, PROF_DRAW);
     }
+}
+
+/* Everything a pass puts on the stream after staging. */
+static void enqueue_pass(struct cuda_engine *e, int R, int L, int graphed)
+{
+    cuda_prof_mark(e, PROF_START);
+    upload_rows(e, R, L);
+    kern_embed(e->tokens, e->embed, e->embed_scale, e->image_rows, e->image_index, R, e->H, e->x, e->stream);
+    kern_rmsnorm(e->x, e->layers[0].in_norm, e->rms_eps, R, e->H, NULL, e->xn, e->stream);
+    cuda_prof_mark(e, PROF_EMBED);
+    for (int i = 0; i < e->L; i++)
+        layer_forward(e, &e->layers[i], R, graphed, i + 1 < e->L ? e->layers[i + 1].in_norm : NULL);
+    pass_logits(e, L);
+}
+
+/* A decode pass (few rows, no images, nothing but candidates copied out) is replayed from a CUDA graph: the
+ * second time a shape (rows, logits rows, candidates per row) is seen it is captured, and from then on one
+ * launch replaces the pass's hundreds. The graph holds the same kernels with the same arguments, so its
+ * results are the eager pass's, bit for bit. Returns the graph to launch, or NULL to run eagerly. */
+static cudaGraphExec_t graph_for(struct cuda_engine *e, const struct engine_item *items, int n_items, int R, int L)
+{
+    struct cuda_graph *g = NULL;
+    cudaGraph_t graph;
+    if (!e->use_graphs || R > CUDA_GRAPH_MAX_ROWS) return NULL;
+    for (int i = 0; i < n_items; i++)
+        if (items[i].n_image_rows) return NULL;
+    for (int j = 0; j < L; j++)
+        if (e->draw[j].dst) return NULL;
+    for (int i = 0; i < e->n_graphs; i++)
+        if (e->graphs[i].rows == R && e->graphs[i].logits == L && e->graphs[i].stride == e->cand_stride) g = &e->graphs[i];
+    if (!g) {
+        if (e->n_graphs == CUDA_MAX_GRAPHS) return NULL;
+        g = &e->graphs[e->n_graphs++];
+        g->rows = R, g->logits = L, g->stride = e->cand_stride, g->exec = NULL;
+        return NULL; /* first sight: run eagerly (every kernel configured before any capture) */
+    }
+    if (g->exec) return g->exec;
+    CUDA_CHECK(cudaStreamBeginCapture(e->stream, cudaStreamCaptureModeThreadLocal));
+    enqueue_pass(e, R, L, 1);
+    CUDA_CHECK(cudaStreamEndCapture(e->stream, &graph));
+    CUDA_CHECK(cudaGraphInstantiate(&g->exec, graph, 0));
+    CUDA_CHECK(cudaGraphDestroy(graph));
+    return g->exec;
 }
 
 void cuda_run_items(struct cuda_engine *e, const struct engine_item *items, int n_items, const int *lengths)
 {
-    int R = stage_rows(e, items, n_items, lengths), base = 0;
-    kern_embed(e->tokens, e->embed, e->embed_scale, e->image_rows, e->image_index, R, e->H, e->x, e->stream);
-    for (int i = 0; i < e->L; i++) layer_forward(e, &e->layers[i], R);
-    for (int i = 0; i < n_items; i++) {
-        if (items[i].logits) item_logits(e, &items[i], base);
-        base += items[i].n;
-    }
+    int n_logits, R = stage_rows(e, items, n_items, lengths, &n_logits);
+    cudaGraphExec_t g = graph_for(e, items, n_items, R, n_logits);
+    if (g) CUDA_CHECK(cudaGraphLaunch(g, e->stream));
+    else enqueue_pass(e, R, n_logits, 0);
     CUDA_CHECK(cudaStreamSynchronize(e->stream));
+    cuda_prof_pass_done(e, R);
+    cuda_sample_finish(e, items, n_items, lengths, n_logits);
 }
