@@ -16,6 +16,7 @@ run() {
     tail -n 30 "$out/$name.log"
 }
 b=${G4_BUILD:-build}
+export G4_REQUIRE_GPU=1 # here a missing GPU is a failure, not test_cuda_engine's SKIP-NO-GPU
 run cuda_engine "$b/tests/test_cuda_engine"
 if command -v compute-sanitizer >/dev/null 2>&1; then
     run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$b/tests/test_cuda_engine"
