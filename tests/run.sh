@@ -5,11 +5,14 @@
 #   scripts: every tests/scripts/test_*.sh (CLI and cross-implementation checks; they may use node)
 # Each test program prints its own `N passed, N failed` as its last line; a program that crashes or
 # prints no such line counts as one failure. Set G4_TEST_FILTER to a substring to run only matching programs.
+# Skips (tests/README.md): a program that cannot run here prints `SKIP reason`; with G4_REQUIRE_ALL=1 (CI)
+# that is a failure (the helpers count it; a SKIP line with no failure beside it is counted here). A
+# `SKIP-NO-GPU reason` line (test_cuda_engine without a GPU) is never a failure. Both are listed at the end.
 set -u
 G4=${G4:-build/g4}
 G4_BUILD=${G4_BUILD:-build}
 export G4 G4_BUILD
-passed=0; failed=0; broken=""
+passed=0; failed=0; broken=""; skipped=""; no_gpu=""
 log=$(mktemp)
 for prog in "$G4_BUILD"/tests/test_* tests/scripts/test_*.sh; do
     [ -e "$prog" ] || continue
@@ -30,8 +33,18 @@ for prog in "$G4_BUILD"/tests/test_* tests/scripts/test_*.sh; do
         echo "   ($prog exited $rc: counted as 1 failure)"; failed=$((failed + 1)); broken="$broken $prog"
     fi
     [ "$f" -gt 0 ] && broken="$broken $prog"
+    if grep -q '^SKIP ' "$log"; then
+        skipped="$skipped $prog"
+        if [ "${G4_REQUIRE_ALL:-0}" = 1 ] && [ "$f" -eq 0 ]; then
+            echo "   ($prog skipped under G4_REQUIRE_ALL=1: counted as 1 failure)"
+            failed=$((failed + 1)); broken="$broken $prog"
+        fi
+    fi
+    grep -q '^SKIP-NO-GPU ' "$log" && no_gpu="$no_gpu $prog"
 done
 rm -f "$log"
+[ -n "$skipped" ] && echo "skipped:$skipped"
+[ -n "$no_gpu" ] && echo "skipped, no GPU:$no_gpu"
 [ -n "$broken" ] && echo "failing:$broken"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

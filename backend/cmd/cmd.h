@@ -27,5 +27,8 @@ int cmd_usage_error(const char *name, const char *fmt, ...);
 /* Small argument helpers shared by the commands: `--flag VALUE` parsing with checks. */
 int cmd_parse_int(const char *name, const char *flag, const char *s, long lo, long hi, long *out);
 int cmd_parse_float(const char *name, const char *flag, const char *s, double lo, double hi, double *out);
+/* The same with either end open (open_lo: lo itself refused; open_hi: hi itself refused). */
+int cmd_parse_float_in(const char *name, const char *flag, const char *s, double lo, int open_lo, double hi,
+                       int open_hi, double *out);
 
 #endif

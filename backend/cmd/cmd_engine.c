@@ -87,10 +87,11 @@ static int parse_gen_flag(struct gen_flags *f, struct samp_params *p, int argc, 
         return cmd_parse_float("generate", "--temperature", v, 0, SAMP_MAX_TEMPERATURE, &f->temp) ? -1 : (f->have_temp = 2);
     if (!strcmp(argv[i], "--top-k"))
         return cmd_parse_int("generate", "--top-k", v, 0, 1 << 24, &f->top_k) ? -1 : (f->have_top_k = 2);
+    /* the sampler's own ranges (samp_params_validate): top_p in (0, 1] with 1 = off, min_p in [0, 1) with 0 = off */
     if (!strcmp(argv[i], "--top-p"))
-        return cmd_parse_float("generate", "--top-p", v, 0, 1, &f->top_p) ? -1 : (f->have_top_p = 2);
+        return cmd_parse_float_in("generate", "--top-p", v, 0, 1, 1, 0, &f->top_p) ? -1 : (f->have_top_p = 2);
     if (!strcmp(argv[i], "--min-p"))
-        return cmd_parse_float("generate", "--min-p", v, 0, 1, &f->min_p) ? -1 : (f->have_min_p = 2);
+        return cmd_parse_float_in("generate", "--min-p", v, 0, 0, 1, 1, &f->min_p) ? -1 : (f->have_min_p = 2);
     if (!strcmp(argv[i], "--max-tokens"))
         return cmd_parse_int("generate", "--max-tokens", v, 1, SAMP_MAX_TOKENS_LIMIT, &f->max_tokens) ? -1
                                                                                                      : (f->have_max = 2);
@@ -146,6 +147,11 @@ int cmd_generate(int argc, char **argv)
     if (!pa.ids && !pa.prompt && !pa.messages)
         return cmd_usage_error("generate", "one of --prompt, --ids or --messages is required");
     if (!(m = model_load(pa.model, MODEL_CHECK_TENSORS | MODEL_LOAD_TOKENIZER, err))) goto fail;
+    if (f.have_top_k && f.top_k > m->cfg.text.vocab) {
+        rc = cmd_usage_error("generate", "--top-k must be at most the vocabulary size %d, got %ld", m->cfg.text.vocab,
+                             f.top_k);
+        goto done;
+    }
     {
         int n_stop_strings = p.n_stop_strings;
         char saved[SAMP_MAX_STOP_STRINGS][SAMP_MAX_STOP_STRING_LEN + 1];

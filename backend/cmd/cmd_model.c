@@ -167,11 +167,17 @@ int cmd_detokenize(int argc, char **argv)
         long v;
         if (!strcmp(argv[i], "--model") && i + 1 < argc) dir = argv[++i];
         else if (!strcmp(argv[i], "--skip-special")) skip = 1;
-        else if (cmd_parse_int("detokenize", "ID", argv[i], 0, TOK_MAX_ID - 1, &v)) goto done_usage;
+        else if (!strcmp(argv[i], "--model")) {
+            cmd_usage_error("detokenize", "--model needs a value");
+            goto done_usage;
+        } else if (argv[i][0] == '-' && argv[i][1] == '-') {
+            cmd_usage_error("detokenize", "unknown option %s", argv[i]);
+            goto done_usage;
+        } else if (cmd_parse_int("detokenize", "ID", argv[i], 0, TOK_MAX_ID - 1, &v)) goto done_usage;
         else ids[n++] = (int32_t)v;
     }
-    if (!dir) {
-        cmd_usage_error("detokenize", "--model DIR is required");
+    if (!dir || !n) {
+        cmd_usage_error("detokenize", !dir ? "--model DIR is required" : "at least one token ID is required");
         goto done_usage;
     }
     if (!(tk = tok_load_dir(dir, err)) || !(text = tok_decode(tk, ids, (size_t)n, skip ? TOK_DEC_SKIP_SPECIAL : 0,
@@ -277,6 +283,8 @@ int cmd_make_tiny_model(int argc, char **argv)
     }
     if (!dir) return cmd_usage_error("make-tiny-model", "the output directory is required");
     if (layers && !shape) return cmd_usage_error("make-tiny-model", "--layers goes with --shape");
+    if (shape && strcmp(shape, "12b") && strcmp(shape, "31b"))
+        return cmd_usage_error("make-tiny-model", "--shape must be 12b or 31b, got '%s'", shape);
     if (shape ? tiny_model_write_shape(dir, shape, (int)layers, (uint64_t)seed, NULL, err)
               : tiny_model_write(dir, (uint64_t)seed, src, err)) {
         fprintf(stderr, "g4 make-tiny-model: %s\n", err);

@@ -17,6 +17,8 @@
 #define PROMPT_MAX_IDS (1 << 20)          /* ids on the command line */
 #define PROMPT_MESSAGES_MAX_BYTES (16u << 20)
 
+static int parse_ids(const char *s, struct prompt *p, char *err);
+
 void prompt_args_init(struct prompt_args *a)
 {
     memset(a, 0, sizeof *a);
@@ -39,8 +41,18 @@ int prompt_args_parse(struct prompt_args *a, const char *cmd, int argc, char **a
         return -1;
     }
     if (!strcmp(flag, "--model")) a->model = v;
-    else if (!strcmp(flag, "--ids")) a->ids = v;
-    else if (!strcmp(flag, "--prompt")) a->prompt = v;
+    else if (!strcmp(flag, "--ids")) {
+        /* the syntax is the command line's (exit 2); the vocabulary check waits for the model (exit 1) */
+        struct prompt tmp = {0};
+        char err[G4_ERR_MAX];
+        int bad = parse_ids(v, &tmp, err);
+        free(tmp.ids);
+        if (bad) {
+            cmd_usage_error(cmd, "%s", err);
+            return -1;
+        }
+        a->ids = v;
+    } else if (!strcmp(flag, "--prompt")) a->prompt = v;
     else if (!strcmp(flag, "--messages")) a->messages = v;
     else if (!strcmp(flag, "--image")) {
         if (a->n_images == PROMPT_MAX_IMAGES) {

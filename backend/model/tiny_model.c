@@ -137,6 +137,8 @@ static int write_checkpoint(const char *dir, const struct cfg_tiny *tiny, uint64
         g4_errf(err, "%s: cannot create: %s", dir, strerror(errno));
         goto done;
     }
+    /* the tokenizer first: a missing source then leaves no config.json behind that looks like a model */
+    if (tokenizer_src && tok_build_gemma4(tokenizer_src, dir, err)) goto done;
     if (util_path_join(path, sizeof path, dir, "config.json") || cfg_write_tiny(path, tiny, err)) goto done;
     if (cfg_load(path, cfg, err)) goto done;
     if (cfg_for_each_tensor(cfg, CFG_CHECK_ALL, fill_tensor, &fc)) goto done;
@@ -144,7 +146,6 @@ static int write_checkpoint(const char *dir, const struct cfg_tiny *tiny, uint64
         goto done;
     gen = cfg_tiny_generation_json();
     if (util_path_join(path, sizeof path, dir, "generation_config.json") || cfg_write_json(path, gen, err)) goto done;
-    if (tokenizer_src && tok_build_gemma4(tokenizer_src, dir, err)) goto done;
     rc = 0;
 done:
     cJSON_Delete(meta);

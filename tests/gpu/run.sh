@@ -19,6 +19,7 @@ run() {
     tail -n 30 "$out/$name.log"
 }
 b=${G4_BUILD:-build}
+export G4_REQUIRE_GPU=1 # here a missing GPU is a failure, not test_cuda_engine's SKIP-NO-GPU
 wide=${G4_CUDA_WIDE_MODEL:-/tmp/g4-wide}
 [ -f "$wide/config.json" ] || "$b/g4" make-tiny-model "$wide" --shape wide >/dev/null
 run cuda_kernels "$b/tests/test_cuda_kernels"

@@ -1,6 +1,7 @@
 #!/bin/sh
-# CLI behaviour of build/g4 on the tiny demo model: usage errors, JSON outputs, determinism of
-# make-tiny-model, tokenize/detokenize round trips, render, generate (lengths, seeds, stop strings, --json).
+# CLI behaviour of build/g4 on the tiny demo model: usage errors (exit 2: the reason, then the usage line) and
+# work failures (exit 1: one line) of every command, JSON outputs, determinism of make-tiny-model,
+# tokenize/detokenize round trips, render, generate (lengths, seeds, stop strings, --json).
 . tests/scripts/lib.sh
 m=$(test_model) || { echo "cannot make the test model"; exit 1; }
 tmp=$(mktemp -d)
@@ -17,6 +18,59 @@ check "logits needs --out" usage_fails logits --model "$m" --ids 2,3
 work_fails() { "$G4" "$@" >/dev/null 2>"$tmp/err"; [ $? -eq 1 ] && [ "$(wc -l <"$tmp/err")" -ge 1 ]; }
 check "info on a missing dir fails with a reason" work_fails info --model /nonexistent/model
 check "logits rejects an out-of-vocabulary id" sh -c "'$G4' logits --model '$m' --ids 2,999999 --out $tmp/l 2>&1 | grep -q 'outside the vocabulary'"
+
+# says_usage CMD TEXT ARGS...: exit 2; stderr is the reason "g4 CMD: ..." containing TEXT, then the usage line
+says_usage() {
+    c=$1; w=$2; shift 2
+    "$G4" "$c" "$@" >/dev/null 2>"$tmp/err"
+    [ $? -eq 2 ] && [ "$(wc -l <"$tmp/err")" -eq 2 ] && head -n 1 "$tmp/err" | grep -q "^g4 $c: " &&
+        head -n 1 "$tmp/err" | grep -qF -- "$w" && sed -n 2p "$tmp/err" | grep -q "^usage: g4 $c " ||
+        { sed 's/^/    stderr: /' "$tmp/err"; false; }
+}
+# fails_with CMD TEXT ARGS...: exit 1 and one line "g4 CMD: ..." containing TEXT
+fails_with() {
+    c=$1; w=$2; shift 2
+    "$G4" "$c" "$@" >/dev/null 2>"$tmp/err"
+    [ $? -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^g4 $c: " "$tmp/err" && grep -qF -- "$w" "$tmp/err" ||
+        { sed 's/^/    stderr: /' "$tmp/err"; false; }
+}
+printf '[{"role":"user","content":"Hi"}]' >"$tmp/hi.json"
+printf '[{"role":"user",' >"$tmp/trunc.json"
+printf '[{"role":"user","content":[{"type":"image"}]}]' >"$tmp/img.json"
+png=tests/fixtures/images/images/gray8_300x300.png
+head -c 200 "$png" >"$tmp/cut.png"
+check "detokenize without --model" says_usage detokenize "--model DIR is required" 9259
+check "detokenize --model without a value" says_usage detokenize "--model needs a value" 9259 --model
+check "detokenize without ids" says_usage detokenize "at least one token ID is required" --model "$m"
+check "detokenize a non-number id" says_usage detokenize "ID must be an integer in [0, 16777215], got 'abc'" --model "$m" abc
+check "detokenize a negative id" says_usage detokenize "got '-5'" --model "$m" -5
+check "detokenize an unknown option" says_usage detokenize "unknown option --frob" --model "$m" --frob 9259
+check "detokenize an id past the vocabulary fails" fails_with detokenize "token id 300000 at position 0 is not in the vocabulary" --model "$m" 300000
+check "detokenize with a missing model fails" fails_with detokenize "/nonexistent/model/tokenizer.json" --model /nonexistent/model 9259
+check "render without --messages" says_usage render "--messages FILE.json are required" --model "$m"
+check "render an unknown argument" says_usage render "unknown argument --frob" --model "$m" --messages "$tmp/hi.json" --frob
+check "render --image-tokens 0" says_usage render "--image-tokens must be an integer in [1, 4096], got '0'" --model "$m" --messages "$tmp/hi.json" --image-tokens 0
+check "render a missing messages file fails" fails_with render "/nonexistent/m.json: cannot open" --model "$m" --messages /nonexistent/m.json
+check "render truncated JSON fails" fails_with render "trunc.json: not valid JSON" --model "$m" --messages "$tmp/trunc.json"
+check "render an image without a token count fails" fails_with render "image part 0 has no soft-token count" --model "$m" --messages "$tmp/img.json"
+check "render with a missing model fails" fails_with render "/nonexistent/model/tokenizer.json" --model /nonexistent/model --messages "$tmp/hi.json"
+check "patches without --out" says_usage patches "--image and --out are required" --image "$png"
+check "patches --out without a value" says_usage patches "--out needs a file" --image "$png" --out
+check "patches an unknown argument" says_usage patches "unknown argument '--frob'" --image "$png" --out "$tmp/p.u8" --frob
+check "patches a bad budget" says_usage patches "--max-soft-tokens must be one of 70, 140, 280, 560, 1120" --image "$png" --out "$tmp/p.u8" --max-soft-tokens 100
+check "patches a missing image fails" fails_with patches "/nonexistent.png: cannot open" --image /nonexistent.png --out "$tmp/p.u8"
+check "patches a non-image fails" fails_with patches "not a PNG, JPEG or WebP file" --image "$tmp/hi.json" --out "$tmp/p.u8"
+check "patches a truncated PNG fails" fails_with patches "cut.png: " --image "$tmp/cut.png" --out "$tmp/p.u8"
+check "patches an unwritable --out fails" fails_with patches "/nonexistent/dir/p.u8" --image "$png" --out /nonexistent/dir/p.u8
+check "no patch file after failures" test ! -e "$tmp/p.u8"
+check "make-tiny-model without a directory" says_usage make-tiny-model "the output directory is required"
+check "make-tiny-model two directories" says_usage make-tiny-model "unknown argument $tmp/t2" "$tmp/t1" "$tmp/t2"
+check "make-tiny-model a negative seed" says_usage make-tiny-model "--seed must be an integer in [0, 2147483647], got '-1'" "$tmp/t1" --seed -1
+check "make-tiny-model an unknown shape" says_usage make-tiny-model "--shape must be 12b or 31b, got '99b'" "$tmp/t1" --shape 99b
+check "make-tiny-model an unknown argument" says_usage make-tiny-model "unknown argument --frob" "$tmp/t1" --frob
+check "make-tiny-model under a file fails" fails_with make-tiny-model "hi.json/sub: cannot create" "$tmp/hi.json/sub"
+check "make-tiny-model a missing tokenizer fails" fails_with make-tiny-model "/nonexistent/tokenizer.json: cannot open" "$tmp/t3" --tokenizer-from /nonexistent/tokenizer.json
+check "nothing written by refused make-tiny-model runs" sh -c "[ ! -e '$tmp/t1' ] && [ ! -e '$tmp/t2' ] && [ ! -f '$tmp/t3/config.json' ] && [ ! -f '$tmp/t3/model.safetensors' ]"
 
 # make-tiny-model is deterministic for a seed and differs across seeds
 "$G4" make-tiny-model "$tmp/a" --seed 7 >/dev/null && "$G4" make-tiny-model "$tmp/b" --seed 7 >/dev/null &&

@@ -1,15 +1,15 @@
 #!/bin/sh
 # The web client in real Chromium (playwright-core, Debian's /usr/bin/chromium) against `g4 serve` with the
 # tiny model: tests/e2e/web.mjs. Screenshots go to $G4_BUILD/e2e-artifacts/. Skips (and says so) when the
-# client was not built (no emcc) or Chromium is missing.
+# client was not built (no emcc) or Chromium is missing (a failure under G4_REQUIRE_ALL=1, as in CI).
 . tests/scripts/lib.sh
 . tests/scripts/server_lib.sh
 web="$G4_BUILD/web"
 if [ ! -f "$web/g4client.wasm" ] || [ ! -f "$web/g4img.wasm" ]; then
-    echo "SKIP e2e: $web has no wasm modules (emcc missing?)"; finish; exit 0
+    skip "e2e: $web has no wasm modules (emcc missing?)"
 fi
 if [ ! -x "${G4_CHROMIUM:-/usr/bin/chromium}" ] || [ ! -d tests/node_modules/playwright-core ]; then
-    echo "SKIP e2e: chromium or playwright-core missing (make deps)"; finish; exit 0
+    skip "e2e: chromium or playwright-core missing (make deps)"
 fi
 m=$(test_model) || { echo "cannot make the test model"; exit 1; }
 tmp=$(mktemp -d)

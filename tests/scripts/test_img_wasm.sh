@@ -3,16 +3,15 @@
 # node gives byte-identical patches, sizes and positions to the native `g4 patches`, on the same files:
 # PNG (RGB, RGBA, 16-bit, palette, gray, interlaced), JPEG (baseline, progressive, gray, EXIF-rotated), WebP
 # (lossy, lossless, alpha), the HF fixture inputs when present, at several budgets; both refuse the same bad
-# files; and the module's frames carry exactly its rows. Skips (saying so) without emcc or node.
+# files; and the module's frames carry exactly its rows. Skips (saying so; a failure
+# under G4_REQUIRE_ALL=1, as in CI) without emcc or node.
 . tests/scripts/lib.sh
 G4=${G4:-build/g4}
 G4_BUILD=${G4_BUILD:-build}
 WEB="$G4_BUILD/web"
 
 if ! command -v emcc >/dev/null 2>&1 || ! command -v node >/dev/null 2>&1; then
-    echo "SKIP test_img_wasm: emcc or node not installed (make deps installs them)"
-    finish
-    exit $?
+    skip "test_img_wasm: emcc or node not installed (make deps installs them)"
 fi
 log=$(mktemp)
 if ! sh webui/build-wasm.sh "$WEB" >"$log" 2>&1; then

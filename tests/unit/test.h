@@ -1,17 +1,25 @@
 /* test.h — the unit-test harness: one program per tests/unit/test_*.c, each test a function.
  *
  * A test passes when none of its EXPECTs failed. Each program prints `PASS name` / `FAIL name` lines and
- * a closing `N passed, N failed`, exits non-zero on any failure; tests/run.sh sums the closing lines. */
+ * a closing `N passed, N failed`, exits non-zero on any failure; tests/run.sh sums the closing lines.
+ * A program that cannot run here says so with test_skip / test_skip_no_gpu (tests/README.md, "Skips"). */
 #ifndef G4_TEST_H
 #define G4_TEST_H
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 static int test_passed, test_failed, test_cur_failures;
+
+#if defined(__GNUC__)
+#define TEST_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define TEST_PRINTF(a, b)
+#endif
 
 #define EXPECT(cond) \
     do { if (!(cond)) { test_cur_failures++; \
@@ -39,6 +47,44 @@ static inline int test_report(void)
 {
     printf("%d passed, %d failed\n", test_passed, test_failed);
     return test_failed ? 1 : 0;
+}
+
+/* A program that cannot run here (a tool or a file is missing) returns test_skip(...) from main: it prints
+ * `SKIP reason` and, under G4_REQUIRE_ALL=1 (CI, where `make deps` installed everything), counts one failure. */
+static inline int test_skip(const char *fmt, ...) TEST_PRINTF(1, 2);
+static inline int test_skip(const char *fmt, ...)
+{
+    va_list ap;
+    const char *req = getenv("G4_REQUIRE_ALL");
+    fputs("SKIP ", stdout);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    if (req && !strcmp(req, "1")) {
+        test_failed++;
+        printf("FAIL skipped under G4_REQUIRE_ALL=1\n");
+    }
+    return test_report();
+}
+
+/* The one skip G4_REQUIRE_ALL leaves alone: no usable GPU (the CI machine has none). Prints `SKIP-NO-GPU
+ * reason`; under G4_REQUIRE_GPU=1 (tests/gpu/run.sh, on the GPU machine) it is a failure instead. */
+static inline int test_skip_no_gpu(const char *fmt, ...) TEST_PRINTF(1, 2);
+static inline int test_skip_no_gpu(const char *fmt, ...)
+{
+    va_list ap;
+    const char *req = getenv("G4_REQUIRE_GPU");
+    fputs("SKIP-NO-GPU ", stdout);
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    if (req && !strcmp(req, "1")) {
+        test_failed++;
+        printf("FAIL no GPU under G4_REQUIRE_GPU=1\n");
+    }
+    return test_report();
 }
 
 /* A fresh temporary directory for a test's files, removed by nobody (tests are short-lived; /tmp). */

@@ -46,11 +46,13 @@ static double uniform(void) /* [-1, 1) */
     return (double)(rng_state >> 11) * (2.0 / 9007199254740992.0) - 1.0;
 }
 
-static int gpu_present(void)
+/* 1 with a usable GPU; else why not, in why. */
+static int gpu_present(char *why, size_t len)
 {
     int n = 0;
-    if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
-        printf("SKIP: no usable GPU here (%s)\n", n == 0 ? "no CUDA device" : "CUDA driver unavailable");
+    cudaError_t rc = cudaGetDeviceCount(&n);
+    if (rc != cudaSuccess || n == 0) {
+        snprintf(why, len, "%s", rc != cudaSuccess ? cudaGetErrorString(rc) : "no CUDA device");
         return 0;
     }
     return 1;
@@ -244,8 +246,9 @@ static void test_segment_rule(void)
 
 int main(void)
 {
+    char why[256];
     RUN_TEST(test_segment_rule);
-    if (!gpu_present()) return test_report();
+    if (!gpu_present(why, sizeof why)) return test_skip_no_gpu("test_cuda_kernels: no usable GPU here (%s)", why);
     RUN_TEST(test_topk);
     RUN_TEST(test_shapes);
     return test_report();
@@ -255,8 +258,7 @@ int main(void)
 
 int main(void)
 {
-    printf("SKIP: built without CUDA\n");
-    return test_report();
+    return test_skip_no_gpu("test_cuda_kernels: built without CUDA (no nvcc)");
 }
 
 #endif

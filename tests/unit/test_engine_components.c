@@ -8,7 +8,12 @@
  *         changing token 0 changes row L(W-1) and leaves every later row bit-identical.
  *   K = V: a full layer with attention_k_eq_v equals the same layer given a v_proj that is a copy of k_proj.
  *   soft-cap: logits with the cap are c·tanh(raw / c) of the logits without it.
- *   image block: an image row sees later rows of its own image on sliding layers, never another image's. */
+ *   image block: image rows (engine_item.image_rows, one chunk; two images of 4 rows, text around them).
+ *         Every layer sliding: changing an image's last row changes its first row's logits (bidirectional
+ *         within the image), and changing the other image's last row leaves every row before that image
+ *         bit-identical. Every layer full: causal under SLIDING_ONLY (an image row never sees its image's
+ *         later rows), bidirectional within the image under ALL_LAYERS. One sliding layer and an image longer
+ *         than the window: the image's last row sees its first row (past the window) under ALL_LAYERS only. */
 #include <math.h>
 
 #include "engine/cpu/cpu_ops.h"
@@ -221,11 +226,151 @@ static void test_softcap(void)
     model_free(m);
 }
 
+/* ---- image blocks ---------------------------------------------------------------------------------------- */
+
+/* Makes every layer of m sliding (window W of the model) or full; the weights are unchanged. */
+static void set_layers(struct g4_model *m, int full)
+{
+    for (int i = 0; i < m->cfg.text.n_layers; i++) {
+        m->cfg.text.layer[i].is_full = full;
+        m->cfg.text.layer[i].window = full ? 0 : m->cfg.text.sliding_window;
+    }
+}
+
+/* A prompt with image rows: ids (T), block numbers (T, -1 for text) and embedding rows img (n_img, H) in row
+ * order. */
+struct img_prompt {
+    int32_t ids[32];
+    int block[32];
+    float img[32 * 64];
+    int T, n_img;
+};
+
+/* Rows [a0, a0 + na) image 0, [b0, b0 + nb) image 1 (nb may be 0), the rest text; deterministic embeddings. */
+static void img_prompt_init(struct img_prompt *p, const struct g4_model *m, int T, int a0, int na, int b0, int nb)
+{
+    int H = m->cfg.text.hidden;
+    G4_CHECK(T <= 32 && H <= 64 && a0 + na <= T && (!nb || (a0 + na <= b0 && b0 + nb <= T)),
+             "image prompt does not fit");
+    memset(p, 0, sizeof *p);
+    p->T = T;
+    some_ids(p->ids, T);
+    for (int i = 0; i < T; i++) {
+        p->block[i] = i >= a0 && i < a0 + na ? 0 : nb && i >= b0 && i < b0 + nb ? 1 : -1;
+        if (p->block[i] < 0) continue;
+        p->ids[i] = m->cfg.image_token_id;
+        for (int d = 0; d < H; d++) p->img[(size_t)p->n_img * H + d] = (float)sin(0.37 * (p->n_img * H + d) + 1.0);
+        p->n_img++;
+    }
+}
+
+/* Changes the embedding of prompt row `row` (an image row). */
+static void img_prompt_change(struct img_prompt *p, const struct g4_model *m, int row)
+{
+    int k = 0, H = m->cfg.text.hidden;
+    for (int i = 0; i < row; i++) k += p->block[i] >= 0;
+    G4_CHECK(p->block[row] >= 0, "row %d is not an image row", row);
+    for (int d = 0; d < H; d++) p->img[(size_t)k * H + d] = -2.0f * p->img[(size_t)k * H + d] + 0.25f;
+}
+
+/* Logits (T, V) of the prompt, in one item of one step, under the image mask. */
+static float *img_logits(const struct g4_model *m, const struct img_prompt *p, enum engine_image_mask mask)
+{
+    struct engine_opts o = {ENGINE_CPU, 1, p->T, 1, mask, ENGINE_FP32};
+    char err[G4_ERR_MAX];
+    struct engine *e = engine_create(m, &o, err);
+    float *l = g4_calloc((size_t)p->T * m->cfg.text.vocab, sizeof *l);
+    EXPECTF(e, "%s", err);
+    if (e) {
+        struct engine_item it = {.stream = engine_stream_open(e), .n = p->T, .tokens = p->ids, .image_rows = p->img,
+                                 .n_image_rows = p->n_img, .image_block = p->block, .logits = l};
+        EXPECTF(engine_step(e, &it, 1, err) == 0, "%s", err);
+    }
+    engine_destroy(e);
+    return l;
+}
+
+/* Whether rows [from, to) of a and b are bit-identical. */
+static int rows_same(const float *a, const float *b, int from, int to, int V)
+{
+    return !memcmp(a + (size_t)from * V, b + (size_t)from * V, (size_t)(to - from) * V * sizeof *a);
+}
+
+/* Compares the logits of the base prompt with those after changing image row `changed`: rows before
+ * `same_to` must be bit-identical, row `differs` must change. */
+static void expect_change(const struct g4_model *m, const struct img_prompt *base, enum engine_image_mask mask,
+                          int changed, int same_to, int differs, const char *what)
+{
+    struct img_prompt p = *base;
+    int V = m->cfg.text.vocab;
+    float *a = img_logits(m, base, mask), *b;
+    img_prompt_change(&p, m, changed);
+    b = img_logits(m, &p, mask);
+    EXPECTF(rows_same(a, b, 0, same_to, V), "%s: changing row %d must leave rows 0..%d bit-identical", what, changed,
+            same_to - 1);
+    EXPECTF(!rows_same(a, b, differs, differs + 1, V), "%s: changing row %d must change row %d", what, changed,
+            differs);
+    free(a);
+    free(b);
+}
+
+static void test_image_block(void)
+{
+    struct g4_model *m = load();
+    struct img_prompt two, one;
+    int W;
+    if (!m) return;
+    W = m->cfg.text.sliding_window;
+    /* rows: 0 BOS, 1-2 text, 3-6 image 0, 7 text, 8-11 image 1, 12-15 text */
+    img_prompt_init(&two, m, 16, 3, 4, 8, 4);
+    EXPECT(two.n_img == 8 && W >= 5);
+
+    set_layers(m, 0);
+    for (int k = 0; k < 2; k++) {
+        enum engine_image_mask mask = k ? ENGINE_IMAGE_MASK_ALL_LAYERS : ENGINE_IMAGE_MASK_SLIDING_ONLY;
+        const char *what = k ? "all sliding, ALL_LAYERS" : "all sliding, SLIDING_ONLY";
+        expect_change(m, &two, mask, 6, 3, 3, what);   /* image 0's first row sees its last row */
+        expect_change(m, &two, mask, 11, 8, 8, what);  /* image 0 never sees image 1; image 1's first row does */
+    }
+    set_layers(m, 1);
+    expect_change(m, &two, ENGINE_IMAGE_MASK_SLIDING_ONLY, 6, 6, 6, "all full, SLIDING_ONLY"); /* causal */
+    expect_change(m, &two, ENGINE_IMAGE_MASK_SLIDING_ONLY, 11, 11, 11, "all full, SLIDING_ONLY");
+    expect_change(m, &two, ENGINE_IMAGE_MASK_ALL_LAYERS, 6, 3, 3, "all full, ALL_LAYERS");
+    expect_change(m, &two, ENGINE_IMAGE_MASK_ALL_LAYERS, 11, 8, 8, "all full, ALL_LAYERS");
+
+    /* one sliding layer (no stacking of windows) and an image of W + 4 rows from row 1: a row p sees row 1
+     * through the window while 1 > p - W, i.e. up to p = W; past that only the ALL_LAYERS mask lets the
+     * image block reach it, and never the text row after the image */
+    set_layers(m, 0);
+    m->cfg.text.n_layers = 1;
+    img_prompt_init(&one, m, W + 6, 1, W + 4, 0, 0);
+    {
+        struct img_prompt p = one;
+        int V = m->cfg.text.vocab, last = W + 4;
+        float *a = img_logits(m, &one, ENGINE_IMAGE_MASK_SLIDING_ONLY), *b, *c, *d;
+        img_prompt_change(&p, m, 1);
+        b = img_logits(m, &p, ENGINE_IMAGE_MASK_SLIDING_ONLY);
+        c = img_logits(m, &one, ENGINE_IMAGE_MASK_ALL_LAYERS);
+        d = img_logits(m, &p, ENGINE_IMAGE_MASK_ALL_LAYERS);
+        EXPECTF(!rows_same(a, b, W, W + 1, V), "SLIDING_ONLY: row %d has row 1 in its window", W);
+        EXPECTF(rows_same(a, b, W + 1, W + 6, V), "SLIDING_ONLY: rows %d.. must not see row 1 past the window", W + 1);
+        EXPECTF(!rows_same(c, d, last, last + 1, V), "ALL_LAYERS: row %d sees row 1 of its image", last);
+        EXPECTF(rows_same(c, d, last + 1, W + 6, V), "ALL_LAYERS: the text row after the image is outside the block");
+        EXPECTF(rows_same(c, d, 0, 1, V) && rows_same(a, b, 0, 1, V), "row 0 precedes the image");
+        free(a);
+        free(b);
+        free(c);
+        free(d);
+    }
+    model_free(m);
+}
+
 int main(void)
 {
     RUN_TEST(test_rope_frequencies);
     RUN_TEST(test_sliding_window_edge);
     RUN_TEST(test_k_eq_v);
     RUN_TEST(test_softcap);
+    RUN_TEST(test_image_block);
     return test_report();
 }

@@ -5,7 +5,11 @@
  * For every case and several ways of feeding the prompt (one chunk, chunks of 5, one row at a time) the
  * logits of every row must be within 1e-4 of the reference (max |Δ| / max |ref| per row), the rows must be
  * bit-identical across the feeds (the exactness contract), and greedy decoding must reproduce transformers'
- * tokens and per-step logits. A table of the worst errors is printed. */
+ * tokens and per-step logits. A table of the worst errors is printed.
+ *
+ * Threads: on the unified fixture, every case under both image masks gives bit-identical logits (every
+ * prompt row, then decode steps) with engine_opts.n_threads 1, 2 and 3 (the pool's work split must never
+ * change a sum). */
 #include <cJSON.h>
 #include <float.h>
 
@@ -95,6 +99,32 @@ static float *run_prompt(struct g4_model *m, const int32_t *ids, int T, const st
     if (!e) return logits;
     s = engine_stream_open(e);
     EXPECTF(prefill_run(e, s, ids, T, fi->img, fi->n, chunk, logits, 1, err) == 0, "%s", err);
+    engine_destroy(e);
+    return logits;
+}
+
+#define THREAD_DECODE_STEPS 4
+
+/* One case on an engine of n_threads workers: (T + THREAD_DECODE_STEPS, V) logits, every prompt row (one
+ * chunk) and then decode steps fed the prompt's own ids 1, 2, ... (any fixed tokens do). */
+static float *run_threads(struct g4_model *m, const int32_t *ids, int T, const struct fixture_images *fi,
+                          enum engine_image_mask mask, int n_threads)
+{
+    struct engine_opts o = {ENGINE_CPU, 1, T + THREAD_DECODE_STEPS, n_threads, mask, ENGINE_FP32};
+    char err[G4_ERR_MAX];
+    struct engine *e = engine_create(m, &o, err);
+    size_t V = (size_t)m->cfg.text.vocab;
+    float *logits = g4_calloc((size_t)(T + THREAD_DECODE_STEPS) * V, sizeof *logits);
+    int s;
+    EXPECTF(e, "%s", err);
+    if (!e) return logits;
+    s = engine_stream_open(e);
+    EXPECTF(prefill_run(e, s, ids, T, fi->img, fi->n, ENGINE_CHUNK_ROWS, logits, 1, err) == 0, "%s", err);
+    for (int g = 0; g < THREAD_DECODE_STEPS; g++) {
+        int32_t tok = ids[1 + g % (T - 1)];
+        struct engine_item it = {.stream = s, .n = 1, .tokens = &tok, .logits = logits + (size_t)(T + g) * V};
+        EXPECTF(engine_step(e, &it, 1, err) == 0, "%s", err);
+    }
     engine_destroy(e);
     return logits;
 }
@@ -205,6 +235,54 @@ static void test_unified_12b_style(void)
     run_fixture("unified");
 }
 
+/* The unified fixture's cases with 1, 2 and 3 worker threads: bit-identical logits. */
+static void test_threads_bit_identical(void)
+{
+    char err[G4_ERR_MAX];
+    size_t len;
+    const char *dir = FIXTURES "/unified";
+    struct g4_model *m = model_load(dir, MODEL_CHECK_TENSORS, err);
+    char *json = read_all(dir, "cases.json", &len);
+    cJSON *root = json ? cJSON_Parse(json) : NULL, *c;
+    int n_cases = 0, n_images = 0;
+    EXPECTF(m, "%s", err);
+    EXPECT(root);
+    if (!m || !root) goto done;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(root, "cases")) {
+        const char *name = cJSON_GetObjectItem(c, "name")->valuestring;
+        const cJSON *ids_j = cJSON_GetObjectItem(c, "ids"), *ide;
+        int T = cJSON_GetArraySize(ids_j), k = 0, same = 1;
+        size_t bytes = (size_t)(T + THREAD_DECODE_STEPS) * m->cfg.text.vocab * sizeof(float);
+        int32_t *ids = g4_malloc((size_t)T * sizeof *ids);
+        struct fixture_images fi;
+        cJSON_ArrayForEach(ide, ids_j) ids[k++] = ide->valueint;
+        EXPECT(T >= 2 && load_images(dir, c, &fi) == 0);
+        n_images += fi.n;
+        for (int mk = 0; mk < 2; mk++) {
+            enum engine_image_mask mask = mk ? ENGINE_IMAGE_MASK_ALL_LAYERS : ENGINE_IMAGE_MASK_SLIDING_ONLY;
+            float *one = run_threads(m, ids, T, &fi, mask, 1);
+            for (int nt = 2; nt <= 3; nt++) {
+                float *many = run_threads(m, ids, T, &fi, mask, nt);
+                if (memcmp(one, many, bytes)) same = 0;
+                EXPECTF(!memcmp(one, many, bytes), "%s, %s mask: %d threads differ from 1", name,
+                        mk ? "all-layers" : "sliding-only", nt);
+                free(many);
+            }
+            free(one);
+        }
+        printf("  %-8s T=%d images=%d: 1, 2, 3 threads %s\n", name, T, fi.n, same ? "bit-identical" : "DIFFER");
+        n_cases++;
+        for (int i = 0; i < 8; i++) free(fi.buf[i]);
+        free(ids);
+    }
+    EXPECTF(n_cases >= 2 && n_images >= 1, "the fixture should have a text and an image case (%d cases, %d images)",
+            n_cases, n_images);
+done:
+    cJSON_Delete(root);
+    free(json);
+    model_free(m);
+}
+
 static void test_text_31b_style(void)
 {
     run_fixture("text31");
@@ -214,5 +292,6 @@ int main(void)
 {
     RUN_TEST(test_unified_12b_style);
     RUN_TEST(test_text_31b_style);
+    RUN_TEST(test_threads_bit_identical);
     return test_report();
 }

@@ -11,7 +11,7 @@
  *   - resize: exact-sample percentage and max difference against the processor's resized image, and the
  *     sha256 of the patch rows. Required: bit-exact, or at worst +-1 on under 0.1 % of the values.
  * Known, deliberate divergences (PIL's clipping of 16-bit grayscale to 0..255) are reported, not failed.
- * Prints a table. Without the fixture folder it prints SKIP and counts nothing. */
+ * Prints a table. Without the fixture folder it skips (test_skip: a failure under G4_REQUIRE_ALL=1). */
 #include <cJSON.h>
 #include <stdint.h>
 
@@ -232,9 +232,8 @@ int main(void)
     char path[1024], err[G4_ERR_MAX];
     snprintf(path, sizeof path, "%s/manifest.json", fixdir);
     if (access(path, R_OK) != 0) {
-        printf("SKIP test_img_fixtures: %s absent (made by tests/reference/make_image_fixtures.py on the "
-               "reference machine)\n", path);
-        return test_report();
+        return test_skip("test_img_fixtures: %s absent (made by tests/reference/make_image_fixtures.py on the "
+                         "reference machine)", path);
     }
     size_t len = 0;
     char *text = util_read_file(path, 16u << 20, &len, err);

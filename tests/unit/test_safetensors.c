@@ -1,6 +1,7 @@
-/* Unit tests for backend/model/safetensors*.c: round trips through the writer, sharded checkpoints, and
- * one hand-built hostile file per failure the reader must report (each message must name the file, the
- * tensor, and the limit where one applies). */
+/* Unit tests for backend/model/safetensors*.c: round trips through the writer (BF16, F16, F32, U8, I32, U32,
+ * I64; the header also parsed without the reader), sharded checkpoints, and one hand-built hostile file per
+ * failure the reader must report (each message must name the file, the tensor, and the limit where one
+ * applies). */
 #include "test.h"
 
 #include <stdint.h>
@@ -50,6 +51,16 @@ static void expect_open_fails(const char *path, const char *n1, const char *n2, 
     if (n3) EXPECT_STR_HAS(err, n3);
 }
 
+/* The header entry of tensor `name` in a safetensors file's bytes (raw), parsed independently of the reader;
+ * the caller deletes *root. */
+static const cJSON *raw_entry(const char *raw, size_t len, const char *name, cJSON **root)
+{
+    uint64_t hl = 0;
+    for (int i = 7; i >= 0; i--) hl = (hl << 8) | (unsigned char)raw[i];
+    *root = len >= 8 && hl <= len - 8 ? cJSON_ParseWithLength(raw + 8, (size_t)hl) : NULL;
+    return *root ? cJSON_GetObjectItemCaseSensitive(*root, name) : NULL;
+}
+
 static void test_round_trip(void)
 {
     char err[G4_ERR_MAX], path[256];
@@ -58,55 +69,102 @@ static void test_round_trip(void)
     uint8_t u8[5] = {1, 2, 3, 4, 5};
     int64_t i64[2] = {-7, 1234567890123LL};
     float scalar = 42.0f;
-    struct st_write_tensor w[5] = {
+    int32_t i32[4] = {-1, INT32_MIN, INT32_MAX, 7};                   /* sign bits must survive */
+    uint32_t u32[3] = {0xffffffffu, 0x80000000u, 1};                  /* values past INT32_MAX */
+    uint16_t f16[4] = {0x3c00, 0xc000, 0x7bff, 0x0001};               /* 1, -2, 65504, the least subnormal */
+    struct st_write_tensor w[8] = {
         {"model.a.weight", ST_BF16, 2, {2, 3}, bf},
         {"u8", ST_U8, 1, {5}, u8},
         {"f32 \"quoted\\name\"", ST_F32, 1, {4}, f32},
         {"ids", ST_I64, 1, {2}, i64},
         {"scalar", ST_F32, 0, {0}, &scalar},
+        {"i32", ST_I32, 2, {2, 2}, i32},
+        {"u32", ST_U32, 1, {3}, u32},
+        {"f16", ST_F16, 3, {1, 2, 2}, f16},
     };
+    static const uint64_t nbytes[8] = {12, 5, 16, 16, 4, 16, 12, 8};
+    static const int64_t numel[8] = {6, 5, 4, 2, 1, 4, 3, 4};
+    /* layout: largest element size first, given order kept among equals */
+    static const char *const order[8] = {"ids", "f32 \"quoted\\name\"", "scalar", "i32", "u32",
+                                         "model.a.weight", "f16", "u8"};
     cJSON *meta = cJSON_CreateObject();
     cJSON_AddStringToObject(meta, "origin", "g4 test");
     snprintf(path, sizeof path, "%s/rt.safetensors", dir);
-    EXPECT(st_write(path, w, 5, meta, err) == 0);
+    EXPECT(st_write(path, w, 8, meta, err) == 0);
     cJSON_Delete(meta);
 
     struct st_set *s = st_open(path, err);
     EXPECTF(s != NULL, "%s", err);
     if (!s) return;
-    EXPECT(st_count(s) == 5);
+    EXPECT(st_count(s) == 8);
     EXPECT(st_file_count(s) == 1);
-    EXPECT(st_total_bytes(s) == 12 + 5 + 16 + 16 + 4);
+    EXPECT(st_total_bytes(s) == 12 + 5 + 16 + 16 + 4 + 16 + 12 + 8);
     EXPECT(!strcmp(st_metadata(s, "origin"), "g4 test"));
     EXPECT(!strcmp(st_metadata(s, "format"), "pt")); /* added because the caller gave none */
     EXPECT(st_metadata(s, "nope") == NULL);
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 8; i++) {
         const struct st_tensor *t = st_find(s, w[i].name);
         EXPECTF(t != NULL, "%s", w[i].name);
         if (!t) continue;
-        EXPECT(t->dtype == w[i].dtype && t->ndim == w[i].ndim);
+        EXPECTF(t->dtype == w[i].dtype && t->ndim == w[i].ndim, "%s: dtype %s ndim %d", w[i].name,
+                st_dtype_name(t->dtype), t->ndim);
         for (int d = 0; d < t->ndim; d++) EXPECT(t->shape[d] == w[i].shape[d]);
-        EXPECT(!memcmp(t->data, w[i].data, t->nbytes));
+        EXPECTF(t->nbytes == nbytes[i] && t->numel == numel[i], "%s: %llu bytes, %lld elements", w[i].name,
+                (unsigned long long)t->nbytes, (long long)t->numel);
+        EXPECT(t->nbytes == nbytes[i] && !memcmp(t->data, w[i].data, nbytes[i]));
         EXPECTF(t->file_offset % st_dtype_size(t->dtype) == 0, "%s at %llu", t->name,
                 (unsigned long long)t->file_offset);
+    }
+    /* the values read back through the typed pointers, not only as bytes */
+    {
+        const int32_t *ri = st_find(s, "i32")->data;
+        const uint32_t *ru = st_find(s, "u32")->data;
+        const uint16_t *rh = st_find(s, "f16")->data;
+        EXPECT(ri[0] == -1 && ri[1] == INT32_MIN && ri[2] == INT32_MAX && ri[3] == 7);
+        EXPECT(ru[0] == 0xffffffffu && ru[1] == 0x80000000u && ru[2] == 1);
+        EXPECT(rh[0] == 0x3c00 && rh[1] == 0xc000 && rh[2] == 0x7bff && rh[3] == 0x0001);
     }
     /* layout: 8-byte aligned data start, largest element size first, given order kept, no gaps */
     const struct st_tensor *t0 = st_at(s, 0);
     EXPECT(t0->file_offset % 8 == 0);
-    EXPECT(!strcmp(st_at(s, 0)->name, "ids"));
-    EXPECT(!strcmp(st_at(s, 1)->name, "f32 \"quoted\\name\""));
-    EXPECT(!strcmp(st_at(s, 2)->name, "scalar"));
-    EXPECT(!strcmp(st_at(s, 3)->name, "model.a.weight"));
-    EXPECT(!strcmp(st_at(s, 4)->name, "u8"));
-    for (int i = 1; i < 5; i++)
+    for (int i = 0; i < 8; i++) EXPECTF(!strcmp(st_at(s, i)->name, order[i]), "tensor %d is %s", i, st_at(s, i)->name);
+    for (int i = 1; i < 8; i++)
         EXPECT(st_at(s, i)->file_offset == st_at(s, i - 1)->file_offset + st_at(s, i - 1)->nbytes);
-    const struct st_tensor *last = st_at(s, 4);
+    const struct st_tensor *last = st_at(s, 7);
     size_t flen = 0;
     char *raw = util_read_file(path, 1 << 20, &flen, err);
     EXPECT(raw && last->file_offset + last->nbytes == flen);
+    if (!raw) goto done;
     uint64_t hl = 0;
     for (int i = 7; i >= 0; i--) hl = (hl << 8) | (unsigned char)raw[i];
     EXPECT(hl % 8 == 0 && raw[8 + hl - 1] != '\0');
+    /* the header itself, read without the reader: the safetensors dtype names, shapes and byte ranges */
+    {
+        static const char *const names[3] = {"i32", "u32", "f16"}, *const dts[3] = {"I32", "U32", "F16"};
+        static const int shapes[3][3] = {{2, 2, -1}, {3, -1, -1}, {1, 2, 2}};
+        for (int k = 0; k < 3; k++) {
+            cJSON *root;
+            const cJSON *e = raw_entry(raw, flen, names[k], &root);
+            const cJSON *sh = cJSON_GetObjectItemCaseSensitive(e, "shape");
+            const cJSON *off = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+            const struct st_tensor *t = st_find(s, names[k]);
+            int nd = 0;
+            EXPECTF(e != NULL, "no header entry for %s", names[k]);
+            const char *dt = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "dtype"));
+            EXPECTF(dt && !strcmp(dt, dts[k]), "%s should be written as %s, got %s", names[k], dts[k], dt ? dt : "-");
+            while (nd < 3 && shapes[k][nd] >= 0) {
+                EXPECT(cJSON_GetArrayItem(sh, nd) && cJSON_GetArrayItem(sh, nd)->valueint == shapes[k][nd]);
+                nd++;
+            }
+            EXPECT(cJSON_GetArraySize(sh) == nd);
+            EXPECT(cJSON_GetArraySize(off) == 2 && t &&
+                   (uint64_t)cJSON_GetArrayItem(off, 0)->valuedouble + 8 + hl == t->file_offset &&
+                   (uint64_t)(cJSON_GetArrayItem(off, 1)->valuedouble - cJSON_GetArrayItem(off, 0)->valuedouble) ==
+                       t->nbytes);
+            cJSON_Delete(root);
+        }
+    }
+done:
     free(raw);
     EXPECT(st_find(s, "scalar")->numel == 1);
     st_close(s);

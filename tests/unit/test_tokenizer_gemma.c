@@ -460,8 +460,7 @@ int main(int argc, char **argv)
     }
     struct stat st;
     if (stat(GEMMA3_JSON, &st) != 0) {
-        printf("SKIP test_tokenizer_gemma: %s is missing (run `make deps`)\n", GEMMA3_JSON);
-        return test_report();
+        return test_skip("test_tokenizer_gemma: %s is missing (run `make deps`)", GEMMA3_JSON);
     }
     snprintf(g4dir, sizeof g4dir, "%s/gemma4", test_tmpdir());
     double t0 = util_now();
