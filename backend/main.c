@@ -23,14 +23,14 @@ static const struct cmd_spec commands[] = {
      "stream a reply (or, with --json, print its token ids)"},
     {"patches", cmd_patches, "--image FILE [--max-soft-tokens N] --out FILE.u8",
      "an image through Gemma 4's processor: (N, 6912) patch rows + JSON"},
-    {"bench", cmd_bench, "--model DIR [--shape 12b|31b|wide [--layers N]] [--device cpu|cuda] [--max-prefill N] [--decode-only]",
+    {"bench", cmd_bench, "--model DIR [--shape 12b|31b|wide [--layers N]] [--device cpu|cuda] [--max-prefill N] [--max-streams N] [--decode-only]",
      "engine speed table: decode by streams and context, windows, prefill, first token, memory"},
     {"serve", cmd_serve,
      "--model DIR [--host ADDR] [--port N] [--device cpu|cuda|auto] [--api-key KEY] [--kiosk] [--max-streams N] "
      "[--max-queue N] [--context N] [--max-conns-per-addr N] [--slow-reader-ms N] [--threads N] "
      "[--allow-origin ORIGIN]... [--webui DIR] [--kiosk-idle SECONDS]",
      "serve the web client, the WebSocket protocol and the OpenAI API on one port (docs/protocol.md)"},
-    {"make-tiny-model", cmd_make_tiny_model, "DIR [--seed N] [--tokenizer-from TOKENIZER.json] [--shape 12b|31b [--layers N]]",
+    {"make-tiny-model", cmd_make_tiny_model, "DIR [--seed N] [--tokenizer-from TOKENIZER.json] [--shape 12b|31b|wide [--layers N]]",
      "write a small random-weight Gemma 4 unified checkpoint (or, with --shape, random weights of a real shape)"},
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])

@@ -135,7 +135,7 @@ int cmd_bench(int argc, char **argv)
 {
     const char *dir = NULL, *shape = NULL;
     enum engine_device dev = ENGINE_CUDA;
-    long max_prefill = 8192, layers = 0;
+    long max_prefill = 8192, layers = 0, max_streams = 64;
     int decode_only = 0;
     char err[G4_ERR_MAX];
     struct g4_model *m;
@@ -154,6 +154,8 @@ int cmd_bench(int argc, char **argv)
             else if (strcmp(argv[i], "cuda")) return cmd_usage_error("bench", "--device must be cpu or cuda");
         } else if (!strcmp(argv[i], "--max-prefill") && i + 1 < argc) {
             if (cmd_parse_int("bench", "--max-prefill", argv[++i], 512, 32768, &max_prefill)) return 2;
+        } else if (!strcmp(argv[i], "--max-streams") && i + 1 < argc) {
+            if (cmd_parse_int("bench", "--max-streams", argv[++i], 1, 64, &max_streams)) return 2;
         } else if (!strcmp(argv[i], "--decode-only")) {
             decode_only = 1;
         } else if (!strcmp(argv[i], "--layers") && i + 1 < argc) {
@@ -174,6 +176,7 @@ int cmd_bench(int argc, char **argv)
     }
     if (!(m = model_load(dir, MODEL_CHECK_TENSORS, err))) goto fail_msg;
     o.device = dev;
+    o.max_streams = (int)max_streams;
     if (dev == ENGINE_CPU) o.max_streams = 4, o.max_context = 2048 + ENGINE_MAX_WINDOW;
     if (!(e = engine_create(m, &o, err))) {
         model_free(m);

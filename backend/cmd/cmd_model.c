@@ -283,8 +283,8 @@ int cmd_make_tiny_model(int argc, char **argv)
     }
     if (!dir) return cmd_usage_error("make-tiny-model", "the output directory is required");
     if (layers && !shape) return cmd_usage_error("make-tiny-model", "--layers goes with --shape");
-    if (shape && strcmp(shape, "12b") && strcmp(shape, "31b"))
-        return cmd_usage_error("make-tiny-model", "--shape must be 12b or 31b, got '%s'", shape);
+    if (shape && strcmp(shape, "12b") && strcmp(shape, "31b") && strcmp(shape, "wide"))
+        return cmd_usage_error("make-tiny-model", "--shape must be 12b, 31b or wide, got '%s'", shape);
     if (shape ? tiny_model_write_shape(dir, shape, (int)layers, (uint64_t)seed, NULL, err)
               : tiny_model_write(dir, (uint64_t)seed, src, err)) {
         fprintf(stderr, "g4 make-tiny-model: %s\n", err);

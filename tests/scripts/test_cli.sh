@@ -66,7 +66,7 @@ check "no patch file after failures" test ! -e "$tmp/p.u8"
 check "make-tiny-model without a directory" says_usage make-tiny-model "the output directory is required"
 check "make-tiny-model two directories" says_usage make-tiny-model "unknown argument $tmp/t2" "$tmp/t1" "$tmp/t2"
 check "make-tiny-model a negative seed" says_usage make-tiny-model "--seed must be an integer in [0, 2147483647], got '-1'" "$tmp/t1" --seed -1
-check "make-tiny-model an unknown shape" says_usage make-tiny-model "--shape must be 12b or 31b, got '99b'" "$tmp/t1" --shape 99b
+check "make-tiny-model an unknown shape" says_usage make-tiny-model "--shape must be 12b, 31b or wide, got '99b'" "$tmp/t1" --shape 99b
 check "make-tiny-model an unknown argument" says_usage make-tiny-model "unknown argument --frob" "$tmp/t1" --frob
 check "make-tiny-model under a file fails" fails_with make-tiny-model "hi.json/sub: cannot create" "$tmp/hi.json/sub"
 check "make-tiny-model a missing tokenizer fails" fails_with make-tiny-model "/nonexistent/tokenizer.json: cannot open" "$tmp/t3" --tokenizer-from /nonexistent/tokenizer.json
