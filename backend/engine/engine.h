@@ -46,6 +46,11 @@ enum engine_image_mask { ENGINE_IMAGE_MASK_SLIDING_ONLY, ENGINE_IMAGE_MASK_ALL_L
  * the CUDA path a reference that differs from it only by summation order. */
 enum engine_precision { ENGINE_FP32, ENGINE_CPU_BF16_ACTIVATIONS };
 
+/* The CUDA attention's cut of the keys (kernels.h KERN_ATTN_*, checked equal at build time), which the CPU's
+ * bf16-activation mode follows: blocks of 64 positions, block b in partial b mod 16. */
+#define ENGINE_ATTN_KEY_BLOCK 64
+#define ENGINE_ATTN_PARTIALS 16
+
 struct engine_opts {
     enum engine_device device;
     int max_streams;   /* streams that can hold KV state at once */

@@ -52,6 +52,52 @@ static const float *key_row(const struct attn_job *j, const float *chunk, const 
     return cache + (size_t)(kp % j->l->cache_rows) * kvd;
 }
 
+/* The GPU's order of work for one (row, head) with its roundings (ENGINE_CPU_BF16_ACTIVATIONS): keys in
+ * blocks of ENGINE_ATTN_KEY_BLOCK by absolute position, block b in partial b % ENGINE_ATTN_PARTIALS; per
+ * partial, blocks in increasing order with an online softmax (running max, rescale), the weights exp(s - max)
+ * summed in fp32 and multiplied with the values as bf16; the partials merged in order (kernels/attention.cu).
+ * scores[kp] for kp in [lo, hi] (-inf where not visible); acc: ENGINE_ATTN_PARTIALS * D floats of scratch. */
+static void attn_gpu_order(const struct attn_job *j, int kvh, int D, const float *scores, int lo, int hi, float *acc,
+                           float *o)
+{
+    float m[ENGINE_ATTN_PARTIALS], l[ENGINE_ATTN_PARTIALS], big = -INFINITY, sum = 0.0f;
+    for (int w = 0; w < ENGINE_ATTN_PARTIALS; w++) m[w] = -INFINITY, l[w] = 0.0f;
+    memset(acc, 0, (size_t)ENGINE_ATTN_PARTIALS * D * sizeof *acc);
+    for (int b = lo / ENGINE_ATTN_KEY_BLOCK; b <= hi / ENGINE_ATTN_KEY_BLOCK; b++) {
+        int w = b % ENGINE_ATTN_PARTIALS, k0 = b * ENGINE_ATTN_KEY_BLOCK, k1 = k0 + ENGINE_ATTN_KEY_BLOCK - 1;
+        float bm = -INFINITY, mn, corr, ps = 0.0f, *a = acc + (size_t)w * D;
+        if (k0 < lo) k0 = lo;
+        if (k1 > hi) k1 = hi;
+        for (int kp = k0; kp <= k1; kp++) bm = scores[kp] > bm ? scores[kp] : bm;
+        mn = m[w] > bm ? m[w] : bm;
+        if (mn == -INFINITY) continue;  /* nothing visible yet: the state stays as it is */
+        corr = expf(m[w] - mn);
+        for (int d = 0; d < D; d++) a[d] *= corr;
+        for (int kp = k0; kp <= k1; kp++) {
+            float pe;
+            const float *vr;
+            if (scores[kp] == -INFINITY) continue;
+            pe = expf(scores[kp] - mn);
+            ps += pe;
+            pe = bf16_to_f32(f32_to_bf16(pe));
+            vr = key_row(j, j->v, j->vc, kp) + (size_t)kvh * D;
+            for (int d = 0; d < D; d++) a[d] += pe * vr[d];
+        }
+        l[w] = l[w] * corr + ps;
+        m[w] = mn;
+    }
+    for (int w = 0; w < ENGINE_ATTN_PARTIALS; w++) big = m[w] > big ? m[w] : big;
+    memset(o, 0, (size_t)D * sizeof *o);
+    for (int w = 0; w < ENGINE_ATTN_PARTIALS; w++) {
+        float f;
+        if (m[w] == -INFINITY) continue;
+        f = expf(m[w] - big);
+        sum += l[w] * f;
+        for (int d = 0; d < D; d++) o[d] += acc[(size_t)w * D + d] * f;
+    }
+    for (int d = 0; d < D; d++) o[d] /= sum;
+}
+
 /* Tasks are (row, head) pairs: scores over visible keys, softmax, weighted sum of values. */
 static void attn_range(void *ctx, int begin, int end)
 {
@@ -59,6 +105,7 @@ static void attn_range(void *ctx, int begin, int end)
     const struct cfg_layer *c = j->l->c;
     int D = c->head_dim, group = c->n_heads / c->n_kv_heads;
     float *scores = g4_malloc((size_t)(j->pos0 + j->n) * sizeof *scores);
+    float *acc = j->e->bf16_act ? g4_malloc((size_t)ENGINE_ATTN_PARTIALS * D * sizeof *acc) : NULL;
     for (int task = begin; task < end; task++) {
         int i = task / c->n_heads, h = task % c->n_heads, kvh = h / group, p = j->pos0 + i;
         int lo = c->is_full ? 0 : p - c->window + 1, hi = row_block(j->it, i) >= 0 ? j->pos0 + j->n - 1 : p;
@@ -74,6 +121,10 @@ static void attn_range(void *ctx, int begin, int end)
             scores[kp] = cpu_dot_f32(q, key_row(j, j->k, j->kc, kp) + (size_t)kvh * D, D);
             if (scores[kp] > max) max = scores[kp];
         }
+        if (acc) {
+            attn_gpu_order(j, kvh, D, scores, lo, hi, acc, o);
+            continue;
+        }
         for (int kp = lo; kp <= hi; kp++) {
             scores[kp] = scores[kp] == -INFINITY ? 0.0f : expf(scores[kp] - max);
             sum += scores[kp];
@@ -81,14 +132,14 @@ static void attn_range(void *ctx, int begin, int end)
         memset(o, 0, (size_t)D * sizeof *o);
         for (int kp = lo; kp <= hi; kp++) {
             const float *vr;
-            /* with GPU roundings, the weights multiply the values as bf16 (the GPU's tensor cores) */
-            float w = (j->e->bf16_act ? bf16_to_f32(f32_to_bf16(scores[kp])) : scores[kp]) / sum;
+            float w = scores[kp] / sum;
             if (w == 0.0f) continue;
             vr = key_row(j, j->v, j->vc, kp) + (size_t)kvh * D;
             for (int d = 0; d < D; d++) o[d] += w * vr[d];
         }
     }
     free(scores);
+    free(acc);
 }
 
 /* ---- one layer --------------------------------------------------------------------------------------- */

@@ -14,6 +14,9 @@
 
 #define GiB(x) ((double)(x) / (1 << 30))
 
+_Static_assert(KERN_ATTN_KEY_BLOCK == ENGINE_ATTN_KEY_BLOCK && KERN_ATTN_PARTIALS == ENGINE_ATTN_PARTIALS,
+               "the CPU's bf16 mode follows the CUDA attention's key blocks and partials");
+
 void *cuda_alloc(struct cuda_engine *e, size_t bytes)
 {
     void *p = NULL;
