@@ -5,8 +5,9 @@
 // Exactness (kernels.h, "the reduction rule"): every output element runs the chunks of 16 of each K segment in
 // increasing order through one accumulator that starts at zero, and adds the segments' sums in order to a
 // total that starts at 0.0f, then the bias — the same chain as the decode kernel (gemm_skinny.cu) — so a row
-// computed here is bit-identical to the same row computed there. The grid runs M fastest, so the blocks that
-// share a weight tile run together and read it once from memory.
+// computed here is bit-identical to the same row computed there. Segments run in CTAs of their own (grid z),
+// which also gives products with few outputs (N = hidden) enough CTAs to fill the machine. The grid runs M
+// fastest, so the blocks that share a weight tile run together and read it once from memory.
 #include "common.cuh"
 #include "kernels.h"
 #include "mma.cuh"
@@ -36,54 +37,44 @@ __device__ __forceinline__ void load_stage(tiled_smem *sm, int st, const uint16_
     }
 }
 
-template <bool SEG>
+// One CTA: a 128x128 tile of y over one K segment [k_begin, k_end). With one segment it writes y; with
+// several it writes its segment's tile to scratch, and the CTA that completes the tile (an arrival counter per
+// tile) adds the segments in order to 0.0f, then the bias — the decode kernel's epilogue, element for element.
 __global__ void __launch_bounds__(256, 1) gemm_tiled_kernel(const uint16_t *__restrict__ X, const uint16_t *__restrict__ W,
                                                             const float *__restrict__ bias, float *__restrict__ Y, int M,
-                                                            int N, int K, int seg_len)
+                                                            int N, int K, int nseg, float *partial, int *counters)
 {
     extern __shared__ __align__(16) unsigned char smem_raw[];
     tiled_smem *sm = reinterpret_cast<tiled_smem *>(smem_raw);
+    __shared__ int last;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wm = warp >> 2, wn = warp & 3;
-    int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN, KT = (K + BK - 1) / BK;
-    float acc[4][4][4], total[SEG ? 4 : 1][SEG ? 4 : 1][4];
+    int m0 = blockIdx.x * BM, n0 = blockIdx.y * BN, seg = blockIdx.z, L = K / nseg;
+    int k_begin = seg * L, k_end = k_begin + L, KT = (L + BK - 1) / BK;
+    float acc[4][4][4];
 #pragma unroll
     for (int i = 0; i < 4; i++)
 #pragma unroll
         for (int j = 0; j < 4; j++)
 #pragma unroll
-            for (int k = 0; k < 4; k++) {
-                acc[i][j][k] = 0.0f;
-                if (SEG) total[SEG ? i : 0][SEG ? j : 0][k] = 0.0f;
-            }
+            for (int k = 0; k < 4; k++) acc[i][j][k] = 0.0f;
 
 #pragma unroll
     for (int s = 0; s < STAGES - 1; s++) {
-        if (s < KT) load_stage(sm, s, X, W, M, N, K, m0, n0, s * BK);
+        if (s < KT) load_stage(sm, s, X, W, M, N, K, m0, n0, k_begin + s * BK);
         cp_async_commit();
     }
     for (int kt = 0; kt < KT; kt++) {
-        int st = kt % STAGES, k0 = kt * BK;
+        int st = kt % STAGES, k0 = k_begin + kt * BK;
         cp_async_wait<STAGES - 2>();
         __syncthreads();
         {
             int next = kt + STAGES - 1;
-            if (next < KT) load_stage(sm, next % STAGES, X, W, M, N, K, m0, n0, next * BK);
+            if (next < KT) load_stage(sm, next % STAGES, X, W, M, N, K, m0, n0, k_begin + next * BK);
             cp_async_commit();
-        }
-        if (SEG && kt > 0 && k0 % seg_len == 0) { // a segment ends: fold it into the total, start the next at zero
-#pragma unroll
-            for (int i = 0; i < 4; i++)
-#pragma unroll
-                for (int j = 0; j < 4; j++)
-#pragma unroll
-                    for (int k = 0; k < 4; k++) {
-                        total[SEG ? i : 0][SEG ? j : 0][k] += acc[i][j][k];
-                        acc[i][j][k] = 0.0f;
-                    }
         }
 #pragma unroll
         for (int kk = 0; kk < BK; kk += 16) {
-            if (k0 + kk >= K) break; // chunks past K are not run (zeros would still be an instruction)
+            if (k0 + kk >= k_end) break; // chunks past the segment are not run (zeros would still be an instruction)
             uint32_t a[4][4], b[4][2];
 #pragma unroll
             for (int mi = 0; mi < 4; mi++)
@@ -106,6 +97,7 @@ __global__ void __launch_bounds__(256, 1) gemm_tiled_kernel(const uint16_t *__re
     cp_async_wait<0>();
 
     int g = lane >> 2, t = lane & 3;
+    float *dst_base = nseg == 1 ? Y : partial + (size_t)seg * M * N;
 #pragma unroll
     for (int mi = 0; mi < 4; mi++)
 #pragma unroll
@@ -116,40 +108,44 @@ __global__ void __launch_bounds__(256, 1) gemm_tiled_kernel(const uint16_t *__re
                 if (r >= M) continue;
                 float v[2];
 #pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    float sum = SEG ? total[SEG ? mi : 0][SEG ? ni : 0][2 * h + e] + acc[mi][ni][2 * h + e]
-                                    : 0.0f + acc[mi][ni][2 * h + e];
-                    v[e] = sum + (bias && c + e < N ? bias[c + e] : 0.0f);
-                }
-                float *dst = Y + (size_t)r * N + c;
+                for (int e = 0; e < 2; e++)
+                    v[e] = nseg == 1 ? (0.0f + acc[mi][ni][2 * h + e]) + (bias && c + e < N ? bias[c + e] : 0.0f)
+                                     : acc[mi][ni][2 * h + e];
+                float *dst = dst_base + (size_t)r * N + c;
                 if (c + 1 < N && (N % 2) == 0) *(float2 *)dst = make_float2(v[0], v[1]);
                 else
 #pragma unroll
                     for (int e = 0; e < 2; e++)
                         if (c + e < N) dst[e] = v[e];
             }
-}
-
-template <bool SEG> static void launch_tiled(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M,
-                                             int N, int K, int seg_len, kern_stream s)
-{
-    static bool configured = false;
-    int smem = (int)sizeof(tiled_smem);
-    if (!configured) {
-        KERN_CHECK(cudaFuncSetAttribute(gemm_tiled_kernel<SEG>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        configured = true;
+    if (nseg == 1) return;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int *ctr = &counters[blockIdx.x * gridDim.y + blockIdx.y];
+        last = atomicAdd(ctr, 1) == nseg - 1;
+        if (last) *ctr = 0;
     }
-    dim3 grid((M + BM - 1) / BM, (N + BN - 1) / BN);
-    gemm_tiled_kernel<SEG><<<grid, 256, smem, s>>>(x, w, bias, y, M, N, K, seg_len);
-    KERN_LAUNCHED();
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int i = threadIdx.x; i < BM * BN; i += blockDim.x) {
+        int r = m0 + i / BN, c = n0 + i % BN;
+        if (r >= M || c >= N) continue;
+        float total = 0.0f;
+        for (int q = 0; q < nseg; q++) total += __ldcg(&partial[((size_t)q * M + r) * N + c]);
+        Y[(size_t)r * N + c] = total + (bias ? bias[c] : 0.0f);
+    }
 }
 
 extern "C" void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
-                               kern_stream s)
+                               const struct kern_gemm_ws *ws, kern_stream s)
 {
-    int nseg = kern_gemm_segments(N, K);
-    if (K % 16 != 0 || (nseg > 1 && (K / nseg) % BK != 0)) {
-        fprintf(stderr, "g4: fatal: kern_gemm_bf16: K = %d (multiple of 16; segments of a multiple of %d)\n", K, BK);
+    static bool configured = false;
+    int nseg = kern_gemm_segments(N, K), smem = (int)sizeof(tiled_smem);
+    if (K % 16 != 0 || (nseg > 1 && (!ws || !ws->partial || !ws->counters))) {
+        fprintf(stderr, "g4: fatal: kern_gemm_bf16: K = %d (multiple of 16), %d segments%s\n", K, nseg,
+                nseg > 1 && (!ws || !ws->partial) ? " without scratch" : "");
         abort();
     }
     if (M == 0 || N == 0) return;
@@ -157,13 +153,19 @@ extern "C" void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float
         fprintf(stderr, "g4: fatal: kern_gemm_bf16: N = %d over the grid limit\n", N);
         abort();
     }
-    if (nseg > 1) launch_tiled<true>(x, w, bias, y, M, N, K, K / nseg, s);
-    else launch_tiled<false>(x, w, bias, y, M, N, K, K, s);
+    if (!configured) {
+        KERN_CHECK(cudaFuncSetAttribute(gemm_tiled_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        configured = true;
+    }
+    dim3 grid((M + BM - 1) / BM, (N + BN - 1) / BN, nseg);
+    gemm_tiled_kernel<<<grid, 256, smem, s>>>(x, w, bias, y, M, N, K, nseg, nseg > 1 ? ws->partial : NULL,
+                                             nseg > 1 ? ws->counters : NULL);
+    KERN_LAUNCHED();
 }
 
 extern "C" void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
                           const struct kern_gemm_ws *ws, kern_stream s)
 {
     if (M <= 64) kern_gemm_skinny(x, w, bias, y, M, N, K, ws, s);
-    else kern_gemm_bf16(x, w, bias, y, M, N, K, s);
+    else kern_gemm_bf16(x, w, bias, y, M, N, K, ws, s);
 }

@@ -44,9 +44,9 @@ static inline int kern_gemm_segments(int N, int K)
     return s;
 }
 
-/* Scratch of the decode kernel for products cut into segments: partial tiles and per-tile arrival counters
- * (zero at rest: the block that completes a tile resets its counter). kern_gemm_ws_floats / _counters say
- * how much one product needs; the caller allocates the largest. */
+/* Scratch of the products cut into segments: partial tiles and per-tile arrival counters (zero at rest: the
+ * block that completes a tile resets its counter). kern_gemm_ws_floats / _counters say how much a product of
+ * M rows needs (either kernel); the caller allocates the largest. */
 struct kern_gemm_ws {
     float *partial;
     int *counters;
@@ -56,15 +56,19 @@ static inline long kern_gemm_ws_floats(int M, int N, int K)
     int s = kern_gemm_segments(N, K);
     return s > 1 ? (long)s * M * N : 0;
 }
-static inline int kern_gemm_ws_counters(int N) { return (N + 31) / 32; }
+static inline int kern_gemm_ws_counters(int M, int N)
+{
+    int skinny = (N + 31) / 32, tiled = ((M + 127) / 128) * ((N + 127) / 128);
+    return skinny > tiled ? skinny : tiled;
+}
 
 /* The decode kernel (M <= 64): weights streamed once through a cp.async pipeline, blocks over (N, segment). */
 void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
                       const struct kern_gemm_ws *ws, kern_stream s);
 
-/* The prompt kernel (any M): 128x128 tiles, a 4-stage cp.async pipeline. */
+/* The prompt kernel (any M): 128x128 tiles, a 4-stage cp.async pipeline, segments in CTAs of their own. */
 void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
-                    kern_stream s);
+                    const struct kern_gemm_ws *ws, kern_stream s);
 
 /* The product by the kernel that suits M (decode kernel up to 64 rows); same bits either way. */
 void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,

@@ -67,7 +67,7 @@ static void check_shape(const struct shape *sh)
     uint16_t *hx = malloc(nx * 2), *hw = malloc(nw * 2), *dx, *dw;
     float *hbias = malloc((size_t)N * 4), *ref = malloc(ny * 4), *got = malloc(ny * 4), *dbias, *dy, *dref;
     struct kern_gemm_ws ws = {0};
-    long wsf = kern_gemm_ws_floats(64, N, K);
+    long wsf = kern_gemm_ws_floats(MAX_M, N, K);
     static const int Ms[] = {1, 5, 16, 17, 33, 64};
     int exact = 1;
     double worst = 0;
@@ -80,13 +80,13 @@ static void check_shape(const struct shape *sh)
     CK(cudaMalloc((void **)&dy, ny * 4));
     CK(cudaMalloc((void **)&dref, ny * 4));
     CK(cudaMalloc((void **)&ws.partial, (size_t)(wsf ? wsf : 1) * 4));
-    CK(cudaMalloc((void **)&ws.counters, (size_t)kern_gemm_ws_counters(N) * 4));
-    CK(cudaMemset(ws.counters, 0, (size_t)kern_gemm_ws_counters(N) * 4));
+    CK(cudaMalloc((void **)&ws.counters, (size_t)kern_gemm_ws_counters(MAX_M, N) * 4));
+    CK(cudaMemset(ws.counters, 0, (size_t)kern_gemm_ws_counters(MAX_M, N) * 4));
     CK(cudaMemcpy(dx, hx, nx * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dw, hw, nw * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dbias, hbias, (size_t)N * 4, cudaMemcpyHostToDevice));
     /* the reference rows: the prompt kernel over MAX_M rows */
-    kern_gemm_bf16(dx, dw, dbias, dref, MAX_M, N, K, NULL);
+    kern_gemm_bf16(dx, dw, dbias, dref, MAX_M, N, K, &ws, NULL);
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(ref, dref, ny * 4, cudaMemcpyDeviceToHost));
     /* decode kernel at each M, prompt kernel at M = 65 and 130: rows equal to the reference's, bit for bit */
@@ -94,7 +94,7 @@ static void check_shape(const struct shape *sh)
         int M = mi < (int)(sizeof Ms / sizeof *Ms) ? Ms[mi] : (mi == (int)(sizeof Ms / sizeof *Ms) ? 65 : 130);
         CK(cudaMemset(dy, 0xff, ny * 4));
         if (M <= 64) kern_gemm_skinny(dx, dw, dbias, dy, M, N, K, &ws, NULL);
-        else kern_gemm_bf16(dx, dw, dbias, dy, M, N, K, NULL);
+        else kern_gemm_bf16(dx, dw, dbias, dy, M, N, K, &ws, NULL);
         CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(got, dy, (size_t)M * N * 4, cudaMemcpyDeviceToHost));
         if (memcmp(got, ref, (size_t)M * N * 4)) {

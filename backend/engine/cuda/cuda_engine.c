@@ -132,22 +132,32 @@ static int load_layer(struct cuda_engine *e, int i, char *err)
     return l->tile_set < 0 ? -1 : 0;
 }
 
-/* The decode GEMM's scratch: the largest of the model's products cut into segments, at 64 rows. */
+/* The products' scratch (kernels.h): the largest of the model's products cut into segments, at a pass's
+ * max_rows rows (the image embedder's at its largest image). */
 static void gemm_ws_size(const struct cuda_engine *e, long *floats, int *counters)
 {
+    const struct cfg_vision_embedder *v = &e->model->cfg.vision.emb;
+    int M = e->max_rows;
     *floats = 0;
     *counters = 1;
+#define TAKE(m, n, k)                                                                                              \
+    do {                                                                                                           \
+        if (kern_gemm_ws_floats(m, n, k) > *floats) *floats = kern_gemm_ws_floats(m, n, k);                        \
+        if (kern_gemm_ws_counters(m, n) > *counters) *counters = kern_gemm_ws_counters(m, n);                      \
+    } while (0)
     for (int i = 0; i < e->L; i++) {
         const struct cuda_layer *l = &e->layers[i];
-        int N[4] = {l->qkv_n, e->H, 2 * l->c->intermediate, e->H}, K[4] = {e->H, l->c->q_dim, e->H, l->c->intermediate};
-        for (int j = 0; j < 4; j++) {
-            long f = kern_gemm_ws_floats(64, N[j], K[j]);
-            if (f > *floats) *floats = f;
-            if (kern_gemm_ws_counters(N[j]) > *counters) *counters = kern_gemm_ws_counters(N[j]);
-        }
+        TAKE(M, l->qkv_n, e->H);
+        TAKE(M, e->H, l->c->q_dim);
+        TAKE(M, 2 * l->c->intermediate, e->H);
+        TAKE(M, e->H, l->c->intermediate);
     }
-    if (kern_gemm_ws_floats(64, e->V, e->H) > *floats) *floats = kern_gemm_ws_floats(64, e->V, e->H);
-    if (kern_gemm_ws_counters(e->V) > *counters) *counters = kern_gemm_ws_counters(e->V);
+    TAKE(CUDA_LOGIT_ROWS, e->V, e->H);
+    if (e->has_vision) {
+        TAKE(CUDA_MAX_IMAGE_ROWS, v->mm_embed_dim, v->patch_dim);
+        TAKE(CUDA_MAX_IMAGE_ROWS, e->H, v->mm_embed_dim);
+    }
+#undef TAKE
 }
 
 /* Bytes of scratch for max_rows rows (see struct cuda_engine). */

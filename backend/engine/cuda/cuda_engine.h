@@ -23,6 +23,7 @@
 
 #define CUDA_LOGIT_ROWS 64 /* logits rows computed per product against the (V, H) table */
 #define CUDA_TILE_SETS 4   /* distinct attention tile shapes a model may need (sliding, full) */
+#define CUDA_MAX_IMAGE_ROWS 1120 /* patches of the largest image (max_soft_tokens 1120) */
 #define CUDA_GRAPH_MAX_ROWS 64 /* passes of up to this many rows are replayed from CUDA graphs */
 #define CUDA_MAX_GRAPHS 256
 

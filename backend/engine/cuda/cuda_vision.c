@@ -56,6 +56,8 @@ int cuda_vision_embed(struct cuda_engine *e, const uint8_t *patches, const int32
     int32_t *d_pos;
     float *pix, *h;
     uint16_t *pix16, *h16;
+    if (n > CUDA_MAX_IMAGE_ROWS)
+        return g4_errf(err, "an image of %d patches is over the %d the engine plans for", n, CUDA_MAX_IMAGE_ROWS);
     for (int i = 0; i < n; i++)
         if (positions[2 * i] < 0 || positions[2 * i + 1] < 0 || positions[2 * i] >= v->posemb ||
             positions[2 * i + 1] >= v->posemb)
@@ -71,12 +73,12 @@ int cuda_vision_embed(struct cuda_engine *e, const uint8_t *patches, const int32
     CUDA_CHECK(cudaMemcpyAsync(d_pos, positions, (size_t)n * 2 * sizeof *d_pos, cudaMemcpyHostToDevice, s));
     kern_pixels_to_f32(d_px, (long)n * v->P, pix, s);
     kern_layernorm(pix, v->ln1_w, v->ln1_b, VISION_LN_EPS, n, v->P, NULL, pix16, s);
-    kern_gemm_bf16(pix16, v->dense, v->dense_b, h, n, v->E, v->P, s);
+    kern_gemm_bf16(pix16, v->dense, v->dense_b, h, n, v->E, v->P, &e->gemm_ws, s);
     kern_layernorm(h, v->ln2_w, v->ln2_b, VISION_LN_EPS, n, v->E, h, NULL, s);
     kern_add_positions(h, v->pos, d_pos, n, v->E, s);
     kern_layernorm(h, v->pos_w, v->pos_b, VISION_LN_EPS, n, v->E, h, NULL, s);
     kern_rmsnorm(h, NULL, v->rms_eps, n, v->E, NULL, h16, s);
-    kern_gemm_bf16(h16, v->proj, NULL, h, n, e->H, v->E, s);
+    kern_gemm_bf16(h16, v->proj, NULL, h, n, e->H, v->E, &e->gemm_ws, s);
     CUDA_CHECK(cudaMemcpyAsync(out, h, (size_t)n * e->H * sizeof *out, cudaMemcpyDeviceToHost, s));
     CUDA_CHECK(cudaStreamSynchronize(s));
     cudaFree(d_px);
