@@ -33,6 +33,10 @@
 #define SRV_DEFAULT_CONNS_PER_ADDR 64    /* --max-conns-per-addr: open connections from one client address */
 #define SRV_DEFAULT_KIOSK_IDLE_S 120     /* --kiosk-idle: seconds before the kiosk page starts over */
 #define SRV_MAX_REQUESTS_PER_CONN 8      /* running requests on one WebSocket connection */
+#define SRV_MAX_SLOW_READER_BYTES (64 << 20) /* --slow-reader-bytes at most (default: the scheduler's 64 KiB) */
+#define SRV_STREAM_SNDBUF (32 << 10)     /* kernel send buffer of a WebSocket or SSE socket (SO_SNDBUF; Linux
+                                            doubles it): with the unread-reply bound it caps what a client that
+                                            stops reading leaves in the server (else the kernel grows it to MBs) */
 #define SRV_MAX_CTL_QUEUE 64             /* service replies (errors, acks) waiting on one WebSocket; past it the
                                             connection, which sends without reading, is closed */
 

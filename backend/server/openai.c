@@ -242,6 +242,7 @@ int openai_writable(struct srv *s, struct srv_conn *c)
             lws_finalize_write_http_header(c->wsi, start, &p, end))
             return -1;
         h->sse_started = 1;
+        srv_conn_stream_sndbuf(c);
         lws_callback_on_writable(c->wsi);
         return 0;
     }

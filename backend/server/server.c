@@ -193,8 +193,10 @@ int srv_run(const struct srv_opts *o)
     defaults_from_model(s);
     if (start_engine(s, err)) goto fail;
     {
-        struct sched_opts so = {s->o.max_streams, s->o.max_queue, s->o.context, 0, s->o.slow_reader_ms, s->m->tok,
-                                wake, s};
+        struct sched_opts so = {s->o.max_streams,       s->o.max_queue,
+                                s->o.context,           (size_t)s->o.slow_reader_bytes,
+                                s->o.slow_reader_ms,    s->m->tok,
+                                wake,                   s};
         if (!(s->sched = sched_create(s->e, &so, err))) goto fail;
     }
     s->prep = prep_create(s);

@@ -144,6 +144,8 @@ void srv_wake_all(struct srv *s);  /* after lws_cancel_service: ask for WRITEABL
 int srv_origin_ok(struct srv *s, struct lws *wsi, char *cors_origin, size_t cap);
 int srv_key_ok(struct srv *s, struct lws *wsi, int allow_query);
 uint64_t srv_random_seed(void);
+/* Caps the kernel send buffer of a socket that carries a token stream at SRV_STREAM_SNDBUF. */
+void srv_conn_stream_sndbuf(struct srv_conn *c);
 
 /* Starts a chat request: checks shutdown and the queue, picks a seed, hands the request to the prep thread
  * (chat is moved). Returns the caller's reference, or NULL with code/message (queue_full, shutdown). */
