@@ -128,7 +128,7 @@ struct srv {
     int stopping;                  /* shutdown in progress */
     double stop_deadline;
     uint64_t bad_requests;         /* service thread */
-    struct lws_http_mount mounts[6];
+    struct lws_http_mount mounts[7];
     struct lws_protocol_vhost_options mimes[6];
     char kiosk_def[32];
     char lan_url[64];              /* the first LAN address when serving 0.0.0.0, for the kiosk's QR code */

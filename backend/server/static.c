@@ -1,5 +1,6 @@
 /* static — the web client's files on the server's one port: lws file mounts for / (index.html, or kiosk.html
- * with --kiosk), /kiosk and /dashboard over the --webui directory, the MIME types lws 4.1 lacks (.wasm,
+ * with --kiosk, which also answers /index.html: every path to the chat page gets the kiosk; the web client
+ * itself goes to /kiosk when ready says kiosk), /kiosk and /dashboard over the --webui directory, the MIME types lws 4.1 lacks (.wasm,
  * .webp, .mjs, .map), and callback mounts that route /v1, /health and /metrics to http.c.
  *
  * lws collapses "/../" and "%2e%2e" in request paths before a file mount sees them, so a path cannot leave
@@ -58,6 +59,9 @@ const struct lws_http_mount *static_mounts(struct srv *s)
     mount(&m[3], "/v1", "g4", NULL, LWSMPRO_CALLBACK, NULL);
     mount(&m[4], "/health", "g4", NULL, LWSMPRO_CALLBACK, NULL);
     mount(&m[5], "/metrics", "g4", NULL, LWSMPRO_CALLBACK, NULL);
-    for (int i = 0; i < 5; i++) m[i].mount_next = &m[i + 1];
+    n = 6;
+    if (!strcmp(s->kiosk_def, "kiosk.html")) mount(&m[n++], "/index.html", s->o.webui_dir, "kiosk.html", LWSMPRO_FILE, mt);
+    G4_CHECK(n <= (int)(sizeof s->mounts / sizeof s->mounts[0]), "mount table");
+    for (int i = 0; i + 1 < n; i++) m[i].mount_next = &m[i + 1];
     return m;
 }
