@@ -42,7 +42,9 @@
 
 /* Timing. */
 #define SRV_METRICS_PERIOD_MS 400        /* `metrics` messages to subscribers: 2.5 Hz */
-#define SRV_SHUTDOWN_GRACE_MS 2000       /* after SIGINT/SIGTERM, how long clients get to read their last message */
+#define SRV_SHUTDOWN_GRACE_MS 2000       /* --shutdown-grace-ms: after SIGINT/SIGTERM, how long clients get to read
+                                            their last message */
+#define SRV_MAX_SHUTDOWN_GRACE_MS 3600000
 #define SRV_HTTP_WRITE_CHUNK (64u << 10) /* bytes of a fixed HTTP body per write */
 #define SRV_BODY_IDLE_S 30               /* a request body that stops arriving for this long: the connection
                                             closes (a POST without Content-Length waits for the close) */

@@ -33,6 +33,7 @@ void srv_opts_init(struct srv_opts *o)
     o->max_conns_per_addr = SRV_DEFAULT_CONNS_PER_ADDR;
     o->webui_dir = "webui";
     o->kiosk_idle_s = SRV_DEFAULT_KIOSK_IDLE_S;
+    o->shutdown_grace_ms = SRV_SHUTDOWN_GRACE_MS;
 }
 
 static void wake(void *ctx);
@@ -149,7 +150,7 @@ static void print_urls(struct srv *s)
 static void begin_shutdown(struct srv *s)
 {
     s->stopping = 1;
-    s->stop_deadline = util_now() + SRV_SHUTDOWN_GRACE_MS / 1000.0;
+    s->stop_deadline = util_now() + s->o.shutdown_grace_ms / 1000.0;
     fprintf(stderr, "g4 serve: %s: ending streams and stopping\n", s->signalled == SIGTERM ? "SIGTERM" : "SIGINT");
     sched_shutdown(s->sched, "the server is shutting down");
     for (struct srv_conn *c = s->conns; c; c = c->next)

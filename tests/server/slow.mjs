@@ -6,12 +6,11 @@
 // same request alone, the paused stream then ends with `slow_reader` (the engine stream is freed), and once
 // the client reads again the error is the last thing it gets (WebSocket: an `error` message after its
 // tokens, no `done`; SSE: an error event, no [DONE], then the connection closes).
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { spawn } from 'node:child_process';
-import { check, finish, test, connect, sleep, TIMEOUT } from './lib.mjs';
+import { check, finish, test, connect, sleep, TIMEOUT, serverMetrics, metricsUntil, startSlowClient, wsUpgrade,
+  wsFrame, parseWsFrames } from './lib.mjs';
 
 const [port, slowClient, bytesArg, msArg] = process.argv.slice(2);
 const base = `http://127.0.0.1:${port}`;
@@ -20,65 +19,9 @@ const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'g4-slow-'));
 const long = { messages: [{ role: 'user', content: 'Tell me everything, at length.' }], max_tokens: 6000, seed: 7 };
 const other = { messages: [{ role: 'user', content: 'A short one, please.' }], max_tokens: 40, temperature: 0 };
 
-async function metrics() {
-  const t = await (await fetch(base + '/metrics')).text();
-  const v = (n) => Number((t.split('\n').find((l) => l.startsWith(n + ' ')) || ' NaN').split(' ')[1]);
-  return { errors: v('g4_requests_total{finish="error"}'), running: v('g4_requests_running'),
-    paused: v('g4_requests_paused'), generated: v('g4_generation_tokens_total') };
-}
-
-// Polls /metrics until pred holds (conditions, not sleeps; TIMEOUT bounds them).
-async function until(pred, what, ms = 5 * TIMEOUT) {
-  const t0 = Date.now();
-  for (;;) {
-    const m = await metrics();
-    if (pred(m)) return m;
-    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(m)}`);
-    await sleep(200);
-  }
-}
-
-// A masked client text frame (RFC 6455).
-function wsFrame(text) {
-  const p = Buffer.from(text), mask = crypto.randomBytes(4);
-  let h;
-  if (p.length < 126) { h = Buffer.alloc(2); h[1] = 0x80 | p.length; }
-  else { h = Buffer.alloc(4); h[1] = 0x80 | 126; h.writeUInt16BE(p.length, 2); }
-  h[0] = 0x81;
-  return Buffer.concat([h, mask, Buffer.from(p.map((b, i) => b ^ mask[i & 3]))]);
-}
-
-// The server's frames after the 101 response: [{opcode, text}], and whether the bytes end mid-frame.
-function parseFrames(buf) {
-  const out = [];
-  let o = 0;
-  while (o + 2 <= buf.length) {
-    let len = buf[o + 1] & 0x7f, h = 2;
-    if (len === 126) { if (o + 4 > buf.length) break; len = buf.readUInt16BE(o + 2); h = 4; }
-    else if (len === 127) { if (o + 10 > buf.length) break; len = Number(buf.readBigUInt64BE(o + 2)); h = 10; }
-    if (o + h + len > buf.length) break;
-    out.push({ opcode: buf[o] & 0x0f, text: buf.subarray(o + h, o + h + len).toString('utf8') });
-    o += h + len;
-  }
-  return out;
-}
-
-// Starts slow_client with the request bytes; resolves once it says the request went out.
-async function startSlow(name, request) {
-  const file = path.join(tmp, name + '.req');
-  fs.writeFileSync(file, request);
-  const ch = spawn(slowClient, [port, '4096', file], { stdio: ['pipe', 'pipe', 'pipe'] });
-  const chunks = [];
-  let err = '';
-  ch.stdout.on('data', (d) => chunks.push(d));
-  ch.stderr.on('data', (d) => { err += d; });
-  const exited = new Promise((r) => ch.on('exit', (code) => r(code)));
-  for (let i = 0; !err.includes('sent\n'); i++) {
-    if (i > TIMEOUT / 50 || ch.exitCode !== null) throw new Error(`slow_client did not send: ${err}`);
-    await sleep(50);
-  }
-  return { ch, exited, bytes: () => Buffer.concat(chunks), stderr: () => err };
-}
+const metrics = () => serverMetrics(base);
+const until = (pred, what) => metricsUntil(base, pred, what);
+const startSlow = (name, request) => startSlowClient(slowClient, port, path.join(tmp, name + '.req'), request);
 
 // The part every test shares: the stream pauses, another request runs meanwhile, the paused one ends.
 async function pausedThenEnded(name, alone) {
@@ -98,9 +41,7 @@ c0.close();
 check('the reference request runs alone', alone.end.type === 'done' && alone.text.length > 0, alone.end);
 
 await test('WebSocket client that stops reading', async () => {
-  const upgrade = `GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
-    `Sec-WebSocket-Key: ${crypto.randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`;
-  const s = await startSlow('ws', Buffer.concat([Buffer.from(upgrade), wsFrame(JSON.stringify({ type: 'chat', id: 'deaf', ...long }))]));
+  const s = await startSlow('ws', Buffer.concat([wsUpgrade(port), wsFrame(JSON.stringify({ type: 'chat', id: 'deaf', ...long }))]));
   const ended = await pausedThenEnded('WebSocket', alone);
   check('WebSocket: the slow reader is ended and its engine stream freed', ended.running === 0, ended);
   // now read: every message the server held, then the error
@@ -110,7 +51,7 @@ await test('WebSocket client that stops reading', async () => {
   for (;;) {
     const b = s.bytes();
     head = b.indexOf('\r\n\r\n');
-    frames = head >= 0 ? parseFrames(b.subarray(head + 4)) : [];
+    frames = head >= 0 ? parseWsFrames(b.subarray(head + 4)) : [];
     if (frames.some((f) => /"type":"(error|done)"/.test(f.text))) break;
     if (Date.now() - t0 > TIMEOUT) throw new Error(`no end after reading ${b.length} bytes`);
     await sleep(100);
