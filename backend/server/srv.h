@@ -47,7 +47,14 @@ struct srv_wsreq {
     char id[SRV_MAX_ID_BYTES + 1];
 };
 
-enum srv_route { SRV_ROUTE_NONE, SRV_ROUTE_CHAT, SRV_ROUTE_MODELS, SRV_ROUTE_HEALTH, SRV_ROUTE_METRICS };
+enum srv_route {
+    SRV_ROUTE_NONE,
+    SRV_ROUTE_CHAT,
+    SRV_ROUTE_MODELS,
+    SRV_ROUTE_HEALTH,
+    SRV_ROUTE_METRICS,
+    SRV_ROUTE_KIOSK_PAGE, /* /index.html under --kiosk */
+};
 
 /* One HTTP transaction (reset at each LWS_CALLBACK_HTTP). */
 struct srv_http {
@@ -189,6 +196,8 @@ char *metrics_snapshot_json(struct srv *s);
 
 /* ---- static.c: the web client's files ------------------------------------------------------------------ */
 const struct lws_http_mount *static_mounts(struct srv *s);
+/* GET /index.html under --kiosk: kiosk.html with the security headers (http.c calls it). 0, or -1: close. */
+int static_serve_kiosk(struct srv *s, struct lws *wsi);
 
 /* ---- prep.c: the prep thread (images, chat template, tokens) ------------------------------------------- */
 struct prep *prep_create(struct srv *s);

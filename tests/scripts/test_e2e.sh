@@ -41,7 +41,7 @@ cp -r "$web" "$tmp/web"
 cp "$web/index.html" "$tmp/web/stale-chat.html" # a chat page the browser already had
 start_server kiosk --kiosk --webui "$tmp/web" || exit 1
 check "--kiosk serves the kiosk page at /" sh -c "curl -sf '$BASE/' | grep -q 'data-page=\"kiosk\"'"
-check "--kiosk serves the kiosk page at /index.html" sh -c "curl -sfL '$BASE/index.html' | grep -q 'data-page=\"kiosk\"'"
+check "--kiosk serves the kiosk page at /index.html" sh -c "curl -sf '$BASE/index.html' | grep -q 'data-page=\"kiosk\"'"
 check "--kiosk keeps the dashboard" sh -c "curl -sfL '$BASE/dashboard' | grep -q 'data-page=\"dashboard\"'"
 run_node "e2e kiosk" tests/e2e/kiosk.mjs "$BASE" "$art"
 check "server exits 0 on SIGTERM" stop_server

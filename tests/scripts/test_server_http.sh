@@ -150,7 +150,7 @@ start_server web --webui "$tmp/www" --kiosk --api-key sekrit --allow-origin http
     --max-streams 2 || exit 1
 ctype() { curl -s -o /dev/null -w '%{content_type}' "$BASE$1"; }
 check "/ is the kiosk page with --kiosk" eval "curl -s $BASE/ | grep -q '<title>kiosk'"
-check "/index.html is the kiosk page with --kiosk" eval "curl -sL $BASE/index.html | grep -q '<title>kiosk'"
+check "/index.html is the kiosk page with --kiosk" eval "curl -s $BASE/index.html | grep -q '<title>kiosk'"
 check ".wasm is application/wasm" eval "[ '$(ctype /app.wasm)' = application/wasm ]"
 check ".webp is image/webp" eval "[ '$(ctype /pic.webp)' = image/webp ]"
 check ".mjs is JavaScript" eval "[ '$(ctype /sub/mod.mjs)' = text/javascript ]"
