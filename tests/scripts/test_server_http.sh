@@ -84,6 +84,8 @@ check "stream a string: 400 invalid_type" expect_error 400 invalid_type "{$hello
 check "n=2: 400" expect_error 400 invalid_value "{$hello,\"n\":2}" '[1, 1]'
 check "tools: 400" expect_error 400 invalid_value "{$hello,\"tools\":[{\"type\":\"function\"}]}" tools
 check "an empty stop string: 400" expect_error 400 invalid_value "{$hello,\"stop\":[\"\"]}" stop
+x257=$(head -c 257 /dev/zero | tr '\0' x)
+check "a stop string of 257 bytes: 400 naming the limit" expect_error 400 invalid_value "{$hello,\"stop\":\"$x257\"}" '1 to 256 bytes'
 check "unknown role: 400" expect_error 400 invalid_type '{"messages":[{"role":"wizard","content":"x"}]}' wizard
 check "an unknown part type: 400" expect_error 400 invalid_type '{"messages":[{"role":"user","content":[{"type":"audio"}]}]}' audio
 check "max_tokens past the context: 400 context_length_exceeded" expect_error 400 context_length_exceeded \
