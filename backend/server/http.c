@@ -38,7 +38,7 @@ void http_reset(struct srv *s, struct srv_conn *c)
     }
     h->active = h->is_post = h->body_over = h->deferred_status = 0;
     h->resp_ready = h->headers_sent = h->close_after = h->status = 0;
-    h->sse_started = h->role_sent = h->ended = h->stream = h->include_usage = 0;
+    h->sse_started = h->role_sent = h->ended = h->tail_queued = h->stream = h->include_usage = 0;
     h->route = SRV_ROUTE_NONE;
     h->origin[0] = 0;
     h->resp_off = 0;

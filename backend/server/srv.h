@@ -81,6 +81,7 @@ struct srv_http {
     int sse_started;         /* SSE headers written */
     int role_sent;
     int ended;               /* the final result was taken */
+    int tail_queued;         /* the stream's ending (finish, usage, [DONE], or the error event) is in pending */
     struct sbuf text;        /* non-streamed reply text so far */
     struct sbuf pending;     /* SSE events formatted and not yet written */
     struct sched_result res; /* the final result */

@@ -65,6 +65,15 @@ check "SSE: role, deltas equal to the whole reply, finish, usage" node -e "
         fin.length === 1 && fin[0].choices[0].finish_reason === 'length' &&
         usage.choices.length === 0 && usage.usage.completion_tokens === 10 && ev[ev.length - 1] === '[DONE]';
     if (!ok) { console.error(ev.join('\n')); process.exit(1); }"
+# a reply that ends in its first step (max_tokens 1) ends before the SSE headers go out: its ending, once
+curl -s -N -H 'content-type: application/json' "$BASE/v1/chat/completions" \
+    -d "{$hello,\"max_tokens\":1,\"stream\":true,\"stream_options\":{\"include_usage\":true}}" >"$tmp/sse1.txt"
+check "SSE ended in its first step: one finish chunk, one usage chunk, one [DONE] at the end" node -e "
+    const ev = require('fs').readFileSync('$tmp/sse1.txt', 'utf8').split('\n\n').filter(x => x).map(x => x.replace(/^data: /, ''));
+    const n = (f) => ev.filter(f).length;
+    const ok = n(e => e === '[DONE]') === 1 && ev[ev.length - 1] === '[DONE]' && n(e => e.includes('\"finish_reason\":\"length\"')) === 1 &&
+        n(e => e.includes('\"usage\"')) === 1;
+    if (!ok) { console.error(ev.join('\n')); process.exit(1); }"
 st=$(post "{$hello,\"max_completion_tokens\":3,\"temperature\":0,\"stop\":null,\"seed\":null,\"n\":1,\"presence_penalty\":0}")
 check "max_completion_tokens, nulls, n=1, zero penalties" eval "[ $st = 200 ] && jcheck '$tmp/r.json' 'j.usage.completion_tokens === 3'"
 st=$(post '{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi"}]},{"role":"assistant","content":"Hello!"},{"role":"user","content":"More"}],"max_tokens":2}')
