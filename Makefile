@@ -42,6 +42,7 @@ CUDA_HOST_SRC := $(sort $(wildcard backend/engine/cuda/*.c))
 KERNEL_SRC    := $(sort $(wildcard kernels/*.cu))
 TEST_SRC      := $(sort $(wildcard tests/unit/test_*.c))
 BENCH_SRC     := $(sort $(wildcard tests/bench/bench_*.c))
+TOOL_SRC      := $(sort $(wildcard tests/server/*.c))
 
 LIB_OBJ := $(patsubst %.c,$(BUILD)/obj/%.o,$(BACKEND_SRC) $(SHARED_SRC) $(WEBUI_SRC))
 ifneq ($(HAVE_CUDA),)
@@ -53,10 +54,11 @@ LDLIBS  += -L$(CUDA_DIR)/lib64 -lcudart_static -lcublasLt -lcublas -ldl -lrt -ls
 endif
 TEST_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(TEST_SRC))
 BENCH_BIN := $(patsubst tests/bench/%.c,$(BUILD)/bench/%,$(BENCH_SRC))
+TOOL_BIN := $(patsubst tests/server/%.c,$(BUILD)/tools/%,$(TOOL_SRC))
 
 .PHONY: all help deps run test test-run asan bench fuzz webui clean
 HAVE_EMCC := $(shell command -v $(EMCC) 2>/dev/null)
-all: $(BUILD)/g4 $(TEST_BIN) $(if $(HAVE_EMCC),webui)
+all: $(BUILD)/g4 $(TEST_BIN) $(TOOL_BIN) $(if $(HAVE_EMCC),webui)
 
 help:
 	@echo "make deps     install everything (apt by package name, npm test clients); idempotent"
@@ -119,6 +121,11 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/unit/%.o $(BUILD)/libg4.a
 $(BUILD)/bench/%: $(BUILD)/obj/tests/bench/%.o $(BUILD)/libg4.a
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) $^ -o $@ $(LDLIBS)
+
+# Test tools (tests/server/*.c: clients the node tests drive), libc only.
+$(TOOL_BIN): $(BUILD)/tools/%: $(BUILD)/obj/tests/server/%.o
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) $^ -o $@
 
 -include $(shell find $(BUILD)/obj -name '*.d' 2>/dev/null)
 

@@ -27,8 +27,8 @@ static const struct cmd_spec commands[] = {
      "engine speed table: decode by streams and context, windows, prefill, first token, memory"},
     {"serve", cmd_serve,
      "--model DIR [--host ADDR] [--port N] [--device cpu|cuda|auto] [--api-key KEY] [--kiosk] [--max-streams N] "
-     "[--max-queue N] [--context N] [--max-conns-per-addr N] [--slow-reader-ms N] [--threads N] "
-     "[--allow-origin ORIGIN]... [--webui DIR] [--kiosk-idle SECONDS]",
+     "[--max-queue N] [--context N] [--max-conns-per-addr N] [--slow-reader-ms N] [--slow-reader-bytes N] "
+     "[--shutdown-grace-ms N] [--threads N] [--allow-origin ORIGIN]... [--webui DIR] [--kiosk-idle SECONDS]",
      "serve the web client, the WebSocket protocol and the OpenAI API on one port (docs/protocol.md)"},
     {"make-tiny-model", cmd_make_tiny_model, "DIR [--seed N] [--tokenizer-from TOKENIZER.json] [--shape 12b|31b|wide [--layers N]]",
      "write a small random-weight Gemma 4 unified checkpoint (or, with --shape, random weights of a real shape)"},

@@ -492,10 +492,17 @@ void app_attach_done(int att, const char *err, int patches, int grid_w, int grid
 
 /* ---- server messages ----------------------------------------------------------------------------------- */
 
+/* ready. A server started with --kiosk makes every chat page the kiosk: a chat page (a bookmark of
+ * /index.html, a tab left open while the server restarted with --kiosk) goes to /kiosk/ and never becomes
+ * ready, so nothing is sent from it. The dashboard stays: it is the operator's page. */
 static void on_ready(struct app *a, const cJSON *o)
 {
     const char *model = str_of(o, "model"), *lan = str_of(o, "lan_url");
     const cJSON *demo = cJSON_GetObjectItemCaseSensitive(o, "demo");
+    if (a->page == APP_CHAT && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "kiosk"))) {
+        plat_navigate("/kiosk/"); /* the mount's folder: lws' redirect from /kiosk would drop the query */
+        return;
+    }
     snprintf(a->model, sizeof a->model, "%s", model ? model : "");
     a->demo = cJSON_IsTrue(demo);
     a->budget = (int)num_of(o, "max_soft_tokens", 280);

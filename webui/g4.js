@@ -40,6 +40,7 @@
       c.getContext('2d').putImageData(new ImageData(new Uint8ClampedArray(px), w, h), 0, 0);
     },
     clipboard(t) { if (navigator.clipboard) navigator.clipboard.writeText(t).catch(() => {}); },
+    navigate(p) { location.replace(p + location.search); },
     wsOpen() {
       const key = new URLSearchParams(location.search).get('key');
       const url = (location.protocol === 'https:' ? 'wss://' : 'ws://') + location.host + '/ws' +

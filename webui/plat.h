@@ -20,6 +20,7 @@ void plat_focus(const char *id);
 void plat_scroll_end(const char *id);                   /* scroll to the bottom if the reader was near it */
 void plat_canvas(const char *id, const uint8_t *rgba, int w, int h); /* putImageData of (h, w, 4) bytes */
 void plat_clipboard(const char *text);
+void plat_navigate(const char *path);                   /* location.replace(path + this page's query) */
 
 void plat_ws_open(void);                                /* connect to this page's server, /ws */
 int plat_ws_send(const char *text);                     /* a text frame; -1 when not open */

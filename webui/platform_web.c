@@ -26,6 +26,7 @@ EM_JS(void, js_scroll_end, (const char *id), { G4.scrollEnd(UTF8ToString(id)); }
 EM_JS(void, js_canvas, (const char *id, const unsigned char *rgba, int w, int h),
       { G4.canvas(UTF8ToString(id), HEAPU8.subarray(rgba, rgba + w * h * 4), w, h); })
 EM_JS(void, js_clipboard, (const char *text), { G4.clipboard(UTF8ToString(text)); })
+EM_JS(void, js_navigate, (const char *path), { G4.navigate(UTF8ToString(path)); })
 EM_JS(void, js_ws_open, (void), { G4.wsOpen(); })
 EM_JS(int, js_ws_send, (const char *text), { return G4.wsSend(UTF8ToString(text)); })
 EM_JS(void, js_upload, (int att, unsigned image_id), { G4.upload(att, image_id >>> 0); })
@@ -52,6 +53,7 @@ void plat_focus(const char *id) { js_focus(id); }
 void plat_scroll_end(const char *id) { js_scroll_end(id); }
 void plat_canvas(const char *id, const uint8_t *rgba, int w, int h) { js_canvas(id, rgba, w, h); }
 void plat_clipboard(const char *text) { js_clipboard(text); }
+void plat_navigate(const char *path) { js_navigate(path); }
 void plat_ws_open(void) { js_ws_open(); }
 int plat_ws_send(const char *text) { return js_ws_send(text); }
 void plat_upload(int att, uint32_t image_id) { js_upload(att, image_id); }

@@ -71,6 +71,12 @@ int cmd_serve(int argc, char **argv)
         } else if (!strcmp(a, "--slow-reader-ms")) {
             if (cmd_parse_int(name, a, val, 1, 3600000, &v)) return 2;
             o.slow_reader_ms = (int)v;
+        } else if (!strcmp(a, "--slow-reader-bytes")) {
+            if (cmd_parse_int(name, a, val, 1, SRV_MAX_SLOW_READER_BYTES, &v)) return 2;
+            o.slow_reader_bytes = (int)v;
+        } else if (!strcmp(a, "--shutdown-grace-ms")) {
+            if (cmd_parse_int(name, a, val, 0, SRV_MAX_SHUTDOWN_GRACE_MS, &v)) return 2;
+            o.shutdown_grace_ms = (int)v;
         } else if (!strcmp(a, "--threads")) {
             if (cmd_parse_int(name, a, val, 0, 1024, &v)) return 2;
             o.n_threads = (int)v;

@@ -271,6 +271,8 @@ void sched_stats(struct sched *s, struct sched_stats *out)
     pthread_mutex_lock(&s->lock);
     *out = s->st;
     out->running = s->running;
+    out->paused = 0;
+    for (int i = 0; i < s->o.max_streams; i++) out->paused += s->slots[i].r && s->slots[i].paused_since > 0;
     out->waiting = s->q_len;
     out->max_streams = s->o.max_streams;
     out->max_queue = s->o.max_queue;

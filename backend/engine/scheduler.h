@@ -115,6 +115,7 @@ struct sched_stats {
     uint64_t prefill_rows, decode_rows;
     uint64_t draft_proposed, draft_accepted, cache_hits; /* 0 until drafting and the prompt cache land */
     int running, waiting;         /* streams held; requests queued */
+    int paused;                   /* running streams paused because their client left too much reply unread */
     int max_streams, max_queue;
     double kv_usage;              /* positions held / (max_streams × context) */
     double prefill_tps, decode_tps; /* rows per second over the last SCHED_RATE_WINDOW_S */

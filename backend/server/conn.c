@@ -168,6 +168,16 @@ uint64_t srv_random_seed(void)
     return v & ((1ull << 53) - 1); /* a JSON number keeps it exactly */
 }
 
+/* The kernel would grow a stream socket's send buffer to megabytes for a client that stops reading; capped,
+ * the socket stops being writable soon, the reply waits in the scheduler's outbox, and the slow-reader bound
+ * (--slow-reader-bytes, --slow-reader-ms) applies. Best effort: a failure leaves the kernel's default. */
+void srv_conn_stream_sndbuf(struct srv_conn *c)
+{
+    int v = SRV_STREAM_SNDBUF;
+    int fd = lws_get_socket_fd(c->wsi);
+    if (fd >= 0) (void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+}
+
 /* ---- starting a chat ----------------------------------------------------------------------------------- */
 
 struct sched_req *srv_chat_start(struct srv *s, struct proto_chat *chat, char *code, char *msg)

@@ -38,7 +38,7 @@ void http_reset(struct srv *s, struct srv_conn *c)
     }
     h->active = h->is_post = h->body_over = h->deferred_status = 0;
     h->resp_ready = h->headers_sent = h->close_after = h->status = 0;
-    h->sse_started = h->role_sent = h->ended = h->stream = h->include_usage = 0;
+    h->sse_started = h->role_sent = h->ended = h->tail_queued = h->stream = h->include_usage = 0;
     h->route = SRV_ROUTE_NONE;
     h->origin[0] = 0;
     h->resp_off = 0;
@@ -81,8 +81,9 @@ static void defer_error(struct srv_conn *c, int status, const char *type, const 
     snprintf(h->deferred_msg, sizeof h->deferred_msg, "%s", msg);
 }
 
-static enum srv_route route_of(const char *path)
+static enum srv_route route_of(struct srv *s, const char *path)
 {
+    if (!strcmp(path, "/index.html") && s->o.kiosk) return SRV_ROUTE_KIOSK_PAGE;
     if (!strcmp(path, "/v1/chat/completions")) return SRV_ROUTE_CHAT;
     if (!strcmp(path, "/v1/models")) return SRV_ROUTE_MODELS;
     if (!strcmp(path, "/health")) return SRV_ROUTE_HEALTH;
@@ -115,6 +116,7 @@ static void respond_get(struct srv *s, struct srv_conn *c)
                            "use POST for /v1/chat/completions");
         break;
     case SRV_ROUTE_NONE:
+    case SRV_ROUTE_KIOSK_PAGE:
         break;
     }
 }
@@ -145,8 +147,9 @@ int http_begin(struct srv *s, struct srv_conn *c, struct lws *wsi)
         return 0;
     }
     if (lws_hdr_copy(wsi, path, sizeof path, uri_tok) < 0) path[0] = 0;
-    h->route = route_of(path);
+    h->route = route_of(s, path);
     if (h->is_post) lws_set_timeout(wsi, PENDING_TIMEOUT_HTTP_CONTENT, SRV_BODY_IDLE_S);
+    if (h->route == SRV_ROUTE_KIOSK_PAGE && is_get) return static_serve_kiosk(s, wsi); /* a page: no API checks */
     if (h->route == SRV_ROUTE_NONE) {
         char msg[G4_ERR_MAX];
         snprintf(msg, sizeof msg, "unknown URL: %s %.300s", is_get ? "GET" : is_options ? "OPTIONS" : "POST", path);

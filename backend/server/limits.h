@@ -33,12 +33,18 @@
 #define SRV_DEFAULT_CONNS_PER_ADDR 64    /* --max-conns-per-addr: open connections from one client address */
 #define SRV_DEFAULT_KIOSK_IDLE_S 120     /* --kiosk-idle: seconds before the kiosk page starts over */
 #define SRV_MAX_REQUESTS_PER_CONN 8      /* running requests on one WebSocket connection */
+#define SRV_MAX_SLOW_READER_BYTES (64 << 20) /* --slow-reader-bytes at most (default: the scheduler's 64 KiB) */
+#define SRV_STREAM_SNDBUF (32 << 10)     /* kernel send buffer of a WebSocket or SSE socket (SO_SNDBUF; Linux
+                                            doubles it): with the unread-reply bound it caps what a client that
+                                            stops reading leaves in the server (else the kernel grows it to MBs) */
 #define SRV_MAX_CTL_QUEUE 64             /* service replies (errors, acks) waiting on one WebSocket; past it the
                                             connection, which sends without reading, is closed */
 
 /* Timing. */
 #define SRV_METRICS_PERIOD_MS 400        /* `metrics` messages to subscribers: 2.5 Hz */
-#define SRV_SHUTDOWN_GRACE_MS 2000       /* after SIGINT/SIGTERM, how long clients get to read their last message */
+#define SRV_SHUTDOWN_GRACE_MS 2000       /* --shutdown-grace-ms: after SIGINT/SIGTERM, how long clients get to read
+                                            their last message */
+#define SRV_MAX_SHUTDOWN_GRACE_MS 3600000
 #define SRV_HTTP_WRITE_CHUNK (64u << 10) /* bytes of a fixed HTTP body per write */
 #define SRV_BODY_IDLE_S 30               /* a request body that stops arriving for this long: the connection
                                             closes (a POST without Content-Length waits for the close) */

@@ -51,6 +51,8 @@ void metrics_prometheus(struct srv *s, struct sbuf *b)
     sbuf_printf(b, "g4_requests_total{finish=\"error\"} %llu\n", (unsigned long long)st.ended_error);
     gauge(b, "g4_requests_running", "Requests holding an engine stream.", st.running);
     gauge(b, "g4_requests_waiting", "Requests queued or being prepared.", st.waiting + prep_pending(s->prep));
+    gauge(b, "g4_requests_paused", "Running requests paused because their client left too much reply unread.",
+          st.paused);
     gauge(b, "g4_streams_max", "Engine streams.", st.max_streams);
     histogram(b, "g4_time_to_first_token_seconds", "Submission to first token, queue included.", &st.ttft);
     histogram(b, "g4_inter_token_latency_seconds", "Time between consecutive tokens of a stream.", &st.itl);

@@ -217,7 +217,8 @@ int openai_writable(struct srv *s, struct srv_conn *c)
         if (h->ended) respond_whole(s, c);
         return 0;
     }
-    if (h->ended && !h->res.is_error) {
+    if (h->ended && !h->tail_queued && !h->res.is_error) { /* once: the headers may take a call of their own */
+        h->tail_queued = 1;
         if (!h->role_sent) sse_chunk(s, h, "assistant", "", 0, NULL);
         h->role_sent = 1;
         sse_chunk(s, h, NULL, NULL, 0, finish_reason(&h->res));
@@ -228,8 +229,9 @@ int openai_writable(struct srv *s, struct srv_conn *c)
             sse_event(&h->pending, o);
         }
         sbuf_puts(&h->pending, "data: [DONE]\n\n");
-    } else if (h->ended) {
+    } else if (h->ended && !h->tail_queued) {
         char *j = openai_error_json("server_error", h->res.code, NULL, h->res.message);
+        h->tail_queued = 1;
         sbuf_printf(&h->pending, "data: %s\n\n", j);
         free(j);
     }
@@ -242,6 +244,7 @@ int openai_writable(struct srv *s, struct srv_conn *c)
             lws_finalize_write_http_header(c->wsi, start, &p, end))
             return -1;
         h->sse_started = 1;
+        srv_conn_stream_sndbuf(c);
         lws_callback_on_writable(c->wsi);
         return 0;
     }

@@ -33,6 +33,7 @@ void srv_opts_init(struct srv_opts *o)
     o->max_conns_per_addr = SRV_DEFAULT_CONNS_PER_ADDR;
     o->webui_dir = "webui";
     o->kiosk_idle_s = SRV_DEFAULT_KIOSK_IDLE_S;
+    o->shutdown_grace_ms = SRV_SHUTDOWN_GRACE_MS;
 }
 
 static void wake(void *ctx);
@@ -149,7 +150,7 @@ static void print_urls(struct srv *s)
 static void begin_shutdown(struct srv *s)
 {
     s->stopping = 1;
-    s->stop_deadline = util_now() + SRV_SHUTDOWN_GRACE_MS / 1000.0;
+    s->stop_deadline = util_now() + s->o.shutdown_grace_ms / 1000.0;
     fprintf(stderr, "g4 serve: %s: ending streams and stopping\n", s->signalled == SIGTERM ? "SIGTERM" : "SIGINT");
     sched_shutdown(s->sched, "the server is shutting down");
     for (struct srv_conn *c = s->conns; c; c = c->next)
@@ -193,8 +194,10 @@ int srv_run(const struct srv_opts *o)
     defaults_from_model(s);
     if (start_engine(s, err)) goto fail;
     {
-        struct sched_opts so = {s->o.max_streams, s->o.max_queue, s->o.context, 0, s->o.slow_reader_ms, s->m->tok,
-                                wake, s};
+        struct sched_opts so = {s->o.max_streams,       s->o.max_queue,
+                                s->o.context,           (size_t)s->o.slow_reader_bytes,
+                                s->o.slow_reader_ms,    s->m->tok,
+                                wake,                   s};
         if (!(s->sched = sched_create(s->e, &so, err))) goto fail;
     }
     s->prep = prep_create(s);

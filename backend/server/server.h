@@ -21,7 +21,10 @@ struct srv_opts {
     int max_queue;               /* waiting requests */
     int context;                 /* positions per stream */
     int max_conns_per_addr;
-    int slow_reader_ms;          /* 0: the scheduler's default */
+    int slow_reader_ms;          /* 0: the scheduler's default (30 s) */
+    int slow_reader_bytes;       /* unread reply bytes per request before its stream pauses; 0: the scheduler's
+                                    default (64 KiB) */
+    int shutdown_grace_ms;       /* after SIGINT/SIGTERM, how long clients get to read their last messages */
     int n_threads;               /* CPU engine threads; 0 = one per core */
     const char *allow_origins[SRV_MAX_ALLOW_ORIGINS];
     int n_allow_origins;

@@ -47,7 +47,14 @@ struct srv_wsreq {
     char id[SRV_MAX_ID_BYTES + 1];
 };
 
-enum srv_route { SRV_ROUTE_NONE, SRV_ROUTE_CHAT, SRV_ROUTE_MODELS, SRV_ROUTE_HEALTH, SRV_ROUTE_METRICS };
+enum srv_route {
+    SRV_ROUTE_NONE,
+    SRV_ROUTE_CHAT,
+    SRV_ROUTE_MODELS,
+    SRV_ROUTE_HEALTH,
+    SRV_ROUTE_METRICS,
+    SRV_ROUTE_KIOSK_PAGE, /* /index.html under --kiosk */
+};
 
 /* One HTTP transaction (reset at each LWS_CALLBACK_HTTP). */
 struct srv_http {
@@ -74,6 +81,7 @@ struct srv_http {
     int sse_started;         /* SSE headers written */
     int role_sent;
     int ended;               /* the final result was taken */
+    int tail_queued;         /* the stream's ending (finish, usage, [DONE], or the error event) is in pending */
     struct sbuf text;        /* non-streamed reply text so far */
     struct sbuf pending;     /* SSE events formatted and not yet written */
     struct sched_result res; /* the final result */
@@ -128,7 +136,7 @@ struct srv {
     int stopping;                  /* shutdown in progress */
     double stop_deadline;
     uint64_t bad_requests;         /* service thread */
-    struct lws_http_mount mounts[6];
+    struct lws_http_mount mounts[7];
     struct lws_protocol_vhost_options mimes[6];
     char kiosk_def[32];
     char lan_url[64];              /* the first LAN address when serving 0.0.0.0, for the kiosk's QR code */
@@ -144,6 +152,8 @@ void srv_wake_all(struct srv *s);  /* after lws_cancel_service: ask for WRITEABL
 int srv_origin_ok(struct srv *s, struct lws *wsi, char *cors_origin, size_t cap);
 int srv_key_ok(struct srv *s, struct lws *wsi, int allow_query);
 uint64_t srv_random_seed(void);
+/* Caps the kernel send buffer of a socket that carries a token stream at SRV_STREAM_SNDBUF. */
+void srv_conn_stream_sndbuf(struct srv_conn *c);
 
 /* Starts a chat request: checks shutdown and the queue, picks a seed, hands the request to the prep thread
  * (chat is moved). Returns the caller's reference, or NULL with code/message (queue_full, shutdown). */
@@ -187,6 +197,8 @@ char *metrics_snapshot_json(struct srv *s);
 
 /* ---- static.c: the web client's files ------------------------------------------------------------------ */
 const struct lws_http_mount *static_mounts(struct srv *s);
+/* GET /index.html under --kiosk: kiosk.html with the security headers (http.c calls it). 0, or -1: close. */
+int static_serve_kiosk(struct srv *s, struct lws *wsi);
 
 /* ---- prep.c: the prep thread (images, chat template, tokens) ------------------------------------------- */
 struct prep *prep_create(struct srv *s);

@@ -1,5 +1,7 @@
 /* static — the web client's files on the server's one port: lws file mounts for / (index.html, or kiosk.html
- * with --kiosk), /kiosk and /dashboard over the --webui directory, the MIME types lws 4.1 lacks (.wasm,
+ * with --kiosk, when a callback mount also answers /index.html with kiosk.html: every path to the chat page
+ * gets the kiosk, and the web client itself goes to /kiosk/ when ready says kiosk), /kiosk and /dashboard
+ * over the --webui directory, the MIME types lws 4.1 lacks (.wasm,
  * .webp, .mjs, .map), and callback mounts that route /v1, /health and /metrics to http.c.
  *
  * lws collapses "/../" and "%2e%2e" in request paths before a file mount sees them, so a path cannot leave
@@ -35,6 +37,15 @@ static const char *root_document(struct srv *s)
     return "index.html";
 }
 
+int static_serve_kiosk(struct srv *s, struct lws *wsi)
+{
+    char path[1024];
+    unsigned char hdr[1024], *p = hdr;
+    snprintf(path, sizeof path, "%s/kiosk.html", s->o.webui_dir);
+    if (http_add_security_headers(wsi, &p, hdr + sizeof hdr)) return -1;
+    return lws_serve_http_file(wsi, path, "text/html", (const char *)hdr, (int)(p - hdr)) < 0 ? -1 : 0;
+}
+
 const struct lws_http_mount *static_mounts(struct srv *s)
 {
     static const char *const types[][2] = {
@@ -58,6 +69,9 @@ const struct lws_http_mount *static_mounts(struct srv *s)
     mount(&m[3], "/v1", "g4", NULL, LWSMPRO_CALLBACK, NULL);
     mount(&m[4], "/health", "g4", NULL, LWSMPRO_CALLBACK, NULL);
     mount(&m[5], "/metrics", "g4", NULL, LWSMPRO_CALLBACK, NULL);
-    for (int i = 0; i < 5; i++) m[i].mount_next = &m[i + 1];
+    n = 6;
+    if (!strcmp(s->kiosk_def, "kiosk.html")) mount(&m[n++], "/index.html", "g4", NULL, LWSMPRO_CALLBACK, NULL);
+    G4_CHECK(n <= (int)(sizeof s->mounts / sizeof s->mounts[0]), "mount table");
+    for (int i = 0; i + 1 < n; i++) m[i].mount_next = &m[i + 1];
     return m;
 }

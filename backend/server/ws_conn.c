@@ -108,6 +108,7 @@ void ws_established(struct srv *s, struct srv_conn *c)
     const char *demo = st_metadata(s->m->weights, "g4_weights"); /* "random": g4 make-tiny-model wrote it */
     c->is_ws = 1;
     s->n_ws++;
+    srv_conn_stream_sndbuf(c);
     cJSON_AddStringToObject(o, "type", "ready");
     cJSON_AddNumberToObject(o, "protocol", 1);
     cJSON_AddStringToObject(o, "model", s->model_name);

@@ -2,8 +2,9 @@
 // with statistics, stop (button and Escape), regenerate, edit-and-resend, reload keeps the conversation, new
 // chat and the conversation list, theme, images by picker, drop and paste (patch frames equal to `g4 patches`,
 // thumbnails, removal, refused files), a `<script>` reply from a fake server shown as text, reconnect, the
-// dashboard moving while a chat runs, the kiosk's QR code and idle reset; screenshots at desktop and phone
-// sizes in ARTIFACTS.
+// dashboard moving while a chat runs and under load (queued, TTFT, KV cache and memory values; the streams,
+// TTFT and KV charts drawn), the kiosk's QR code and idle reset; screenshots at desktop and phone sizes in
+// ARTIFACTS.
 //   node tests/e2e/web.mjs BASE ARTIFACTS FIXTURES
 // FIXTURES holds a.png, b.jpg, c.webp (larger than the budget), d.png, e.gif, bad.png, wide.png and, for the first
 // four, NAME.u8 / NAME.json from `g4 patches`.
@@ -11,6 +12,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { check, finish, test, launch, recordFrames, parseFrame, until, TIMEOUT } from './lib.mjs';
+import { connect as connectWs } from '../server/lib.mjs';
 const require = createRequire(new URL('../package.json', import.meta.url));
 const jsQR = require('jsqr');
 
@@ -332,8 +334,9 @@ await test('dashboard: values move while a chat runs', async () => {
   await page.waitForFunction(() => /snapshots/.test(document.getElementById('v-time').textContent), null, { timeout: TIMEOUT });
   // the values the page shows, as they change
   await page.evaluate(() => {
-    window.__seen = { decode: [], running: [] };
-    for (const [id, k] of [['v-decode', 'decode'], ['v-running', 'running']])
+    window.__seen = { decode: [], running: [], waiting: [], kv: [], ttft50: [], ttft95: [], mem: [] };
+    for (const [id, k] of [['v-decode', 'decode'], ['v-running', 'running'], ['v-waiting', 'waiting'], ['v-kv', 'kv'],
+      ['v-ttft50', 'ttft50'], ['v-ttft95', 'ttft95'], ['v-mem', 'mem']])
       new MutationObserver(() => window.__seen[k].push(document.getElementById(id).textContent))
         .observe(document.getElementById(id), { childList: true, characterData: true, subtree: true });
   });
@@ -362,6 +365,47 @@ await test('dashboard: values move while a chat runs', async () => {
     .then(() => page.evaluate(countDecode), () => page.evaluate(countDecode));
   check('the tokens/s chart draws the decode line', painted > 20, painted);
   check('the charts have axes and legends', /tok\/s/.test(await page.textContent('#a-tokens')) && /decode/.test(await page.textContent('#l-tokens')));
+  // load: 18 long requests from three more clients beside the chat, more than the server's 16 streams, so
+  // some wait in the queue and the KV cache fills; they are cancelled (their sockets closed) after the shots
+  const load = [];
+  for (let k = 0; k < 3; k++) {
+    const c = await connectWs(new URL(BASE).port);
+    for (let i = 0; i < 6; i++) c.send({ type: 'chat', id: `load${i}`, messages: [{ role: 'user', content: `Load ${k}.${i}: go on.` }], max_tokens: 900 });
+    load.push(c);
+  }
+  await page.waitForFunction(() => window.__seen.waiting.some((v) => parseInt(v) > 0) && window.__seen.kv.some((v) => parseFloat(v) > 0),
+    null, { timeout: TIMEOUT });
+  check('under load the queued count shows requests waiting', true);
+  check('under load the KV cache use rises above zero', true);
+  const seen = await page.evaluate(() => window.__seen);
+  check('TTFT p50 and p95 are shown, non-zero, in ms', [seen.ttft50.at(-1), seen.ttft95.at(-1)].every((v) => /^\d+ ms$/.test(v) && parseInt(v) > 0),
+    [seen.ttft50.at(-1), seen.ttft95.at(-1)]);
+  check('the engine memory is shown, non-zero', /^\d+(\.\d+)? (MB|GB)$/.test(await page.textContent('#v-mem')) &&
+    parseFloat(await page.textContent('#v-mem')) > 0, await page.textContent('#v-mem'));
+  // pixels of a series' colour (either theme) above a chart's zero line (rows 143-144 of 150: dash.c's margin);
+  // near the colour, not equal to it: the first series' light fill (alpha 40) tints the lines it covers
+  const above = (id, light, dark) => page.evaluate(([id, light, dark]) => {
+    const c = document.getElementById(id), d = c.getContext('2d').getImageData(0, 0, c.width, 140).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4)
+      if ([light, dark].some((col) => Math.hypot(d[i] - col[0], d[i + 1] - col[1], d[i + 2] - col[2]) < 50)) n++;
+    return n;
+  }, [id, light, dark]);
+  const drawn = async (what, id, light, dark) => {
+    const t0 = Date.now();
+    let n = 0;
+    while ((n = await above(id, light, dark)) <= 20 && Date.now() - t0 < TIMEOUT) await new Promise((r) => setTimeout(r, 200));
+    check(`the ${what} chart draws it above zero`, n > 20, n);
+  };
+  await drawn('streams (queued line)', 'c-streams', [220, 38, 38], [248, 113, 113]);
+  await drawn('streams (running line)', 'c-streams', [22, 163, 74], [74, 222, 128]);
+  // p50 and p95 share the axis; the one that is small beside the other can sit on the zero line, so either
+  const t0 = Date.now();
+  let ttftPx = 0;
+  while ((ttftPx = (await above('c-ttft', [124, 58, 237], [167, 139, 250])) + (await above('c-ttft', [219, 39, 119], [244, 114, 182]))) <= 20 &&
+    Date.now() - t0 < TIMEOUT) await new Promise((r) => setTimeout(r, 200));
+  check('the TTFT chart draws its p50 or p95 line above zero', ttftPx > 20, ttftPx);
+  await drawn('KV cache', 'c-memory', [37, 99, 235], [96, 165, 250]);
   // a few seconds of history for the screenshots (16 snapshots)
   await page.waitForFunction(() => parseInt((/(\d+) snapshots/.exec(document.getElementById('v-time').textContent) || [0, 0])[1]) >= 16,
     null, { timeout: TIMEOUT });
@@ -371,6 +415,7 @@ await test('dashboard: values move while a chat runs', async () => {
   await shot(page, 'dashboard-desktop');
   await page.setViewportSize(PHONE);
   await shot(page, 'dashboard-phone');
+  load.forEach((c) => c.close());
   await stopIfRunning(chat.page);
   check('no page errors', dash.errors.length === 0, dash.errors);
   await dash.ctx.close();

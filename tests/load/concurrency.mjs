@@ -2,7 +2,8 @@
 // clients and 8 OpenAI streaming clients at once, beside clients that disconnect mid-stream and one that
 // never reads, on a server with fewer streams than requests (so most wait in the queue). Every well-behaved
 // reply must equal the same request run alone, greedy and seeded; none may fail; queue positions only go
-// down; the server's memory goes back to where it was (two rounds: no growth per round).
+// down; the server's memory, measured from before the first request, stays bounded, and a second round adds
+// next to nothing (no growth per round).
 import fs from 'node:fs';
 import OpenAI from 'openai';
 import { check, finish, test, connect, sleep } from '../server/lib.mjs';
@@ -56,6 +57,11 @@ async function idle() {
   return false;
 }
 
+async function metricValue(name) {
+  const t = await (await fetch(base + '/metrics')).text();
+  return Number((t.split('\n').find((l) => l.startsWith(name + ' ')) || ' NaN').split(' ')[1]);
+}
+
 function rssKiB() {
   const s = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   return Number(/VmRSS:\s+(\d+)/.exec(s)[1]);
@@ -106,6 +112,7 @@ async function round(name, solo) {
 }
 
 await test('load', async () => {
+  const rssStart = rssKiB();
   const solo = [];
   for (let i = 0; i < reqs.length; i++) solo.push(await run(reqs[i], i));
   check('alone: every request succeeds', solo.every(s => !s.error && s.text !== null), solo.filter(s => s.error).slice(0, 2));
@@ -115,10 +122,19 @@ await test('load', async () => {
   const rss1 = rssKiB();
   await round('round 2', solo);
   const rss2 = rssKiB();
-  console.log(`   resident memory: ${rss0} KiB alone, ${rss1} after round 1, ${rss2} after round 2`);
+  const engineKiB = (await metricValue('g4_engine_memory_bytes')) / 1024;
+  console.log(`   resident memory: ${rssStart} KiB at the start, ${rss0} after the solo runs, ${rss1} after round 1, ` +
+    `${rss2} after round 2; the engine holds ${Math.round(engineKiB)} KiB`);
   if (!sanitized) {
-    check('memory: bounded after a round (≤ baseline + 48 MiB)', rss1 - rss0 <= 48 * 1024, { rss0, rss1 });
-    check('memory: back to its level after another round (≤ +8 MiB)', rss2 - rss1 <= 8 * 1024, { rss1, rss2 });
+    // Measured on the build machine (CPU engine, 2 cores, Dec 2026, 7 runs): from the start (no request yet)
+    // to after round 1 +42.3 to +45.4 MiB, most of it the engine's weights and buffers becoming resident on
+    // first use; from after the solo runs to after round 1 +8.6 to +11.6 MiB (the other streams' KV cache, 40
+    // clients' buffers); round 2 +0.2 MiB. The bounds leave about 1.4x, 2x and 20x of that. The bound from the
+    // start holds for the CPU engine only: on CUDA the first kernels load libraries into host memory.
+    if (!(await metricValue('g4_gpu_memory_used_bytes') > 0))
+      check('memory: from before the first request to after a round ≤ +64 MiB', rss1 - rssStart <= 64 * 1024, { rssStart, rss1 });
+    check('memory: a round of load after the solo runs ≤ +24 MiB', rss1 - rss0 <= 24 * 1024, { rss0, rss1 });
+    check('memory: back to its level after another round (≤ +4 MiB)', rss2 - rss1 <= 4 * 1024, { rss1, rss2 });
   }
 });
 finish();

@@ -35,10 +35,15 @@ start_server e2e --context 1024 --kiosk-idle 3 || exit 1
 run_node "e2e web" tests/e2e/web.mjs "$BASE" "$art" "$tmp"
 check "server exits 0 on SIGTERM" stop_server
 
-# --kiosk: every visitor of / gets the kiosk
-start_server kiosk --kiosk || exit 1
+# --kiosk: every path to the chat page gets the kiosk (the server's routes, and the client when ready says
+# kiosk: tests/e2e/kiosk.mjs); the dashboard stays
+cp -r "$web" "$tmp/web"
+cp "$web/index.html" "$tmp/web/stale-chat.html" # a chat page the browser already had
+start_server kiosk --kiosk --webui "$tmp/web" || exit 1
 check "--kiosk serves the kiosk page at /" sh -c "curl -sf '$BASE/' | grep -q 'data-page=\"kiosk\"'"
+check "--kiosk serves the kiosk page at /index.html" sh -c "curl -sf '$BASE/index.html' | grep -q 'data-page=\"kiosk\"'"
 check "--kiosk keeps the dashboard" sh -c "curl -sfL '$BASE/dashboard' | grep -q 'data-page=\"dashboard\"'"
+run_node "e2e kiosk" tests/e2e/kiosk.mjs "$BASE" "$art"
 check "server exits 0 on SIGTERM" stop_server
 ls "$art"
 finish

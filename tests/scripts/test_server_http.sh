@@ -65,6 +65,15 @@ check "SSE: role, deltas equal to the whole reply, finish, usage" node -e "
         fin.length === 1 && fin[0].choices[0].finish_reason === 'length' &&
         usage.choices.length === 0 && usage.usage.completion_tokens === 10 && ev[ev.length - 1] === '[DONE]';
     if (!ok) { console.error(ev.join('\n')); process.exit(1); }"
+# a reply that ends in its first step (max_tokens 1) ends before the SSE headers go out: its ending, once
+curl -s -N -H 'content-type: application/json' "$BASE/v1/chat/completions" \
+    -d "{$hello,\"max_tokens\":1,\"stream\":true,\"stream_options\":{\"include_usage\":true}}" >"$tmp/sse1.txt"
+check "SSE ended in its first step: one finish chunk, one usage chunk, one [DONE] at the end" node -e "
+    const ev = require('fs').readFileSync('$tmp/sse1.txt', 'utf8').split('\n\n').filter(x => x).map(x => x.replace(/^data: /, ''));
+    const n = (f) => ev.filter(f).length;
+    const ok = n(e => e === '[DONE]') === 1 && ev[ev.length - 1] === '[DONE]' && n(e => e.includes('\"finish_reason\":\"length\"')) === 1 &&
+        n(e => e.includes('\"usage\"')) === 1;
+    if (!ok) { console.error(ev.join('\n')); process.exit(1); }"
 st=$(post "{$hello,\"max_completion_tokens\":3,\"temperature\":0,\"stop\":null,\"seed\":null,\"n\":1,\"presence_penalty\":0}")
 check "max_completion_tokens, nulls, n=1, zero penalties" eval "[ $st = 200 ] && jcheck '$tmp/r.json' 'j.usage.completion_tokens === 3'"
 st=$(post '{"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi"}]},{"role":"assistant","content":"Hello!"},{"role":"user","content":"More"}],"max_tokens":2}')
@@ -84,6 +93,8 @@ check "stream a string: 400 invalid_type" expect_error 400 invalid_type "{$hello
 check "n=2: 400" expect_error 400 invalid_value "{$hello,\"n\":2}" '[1, 1]'
 check "tools: 400" expect_error 400 invalid_value "{$hello,\"tools\":[{\"type\":\"function\"}]}" tools
 check "an empty stop string: 400" expect_error 400 invalid_value "{$hello,\"stop\":[\"\"]}" stop
+x257=$(head -c 257 /dev/zero | tr '\0' x)
+check "a stop string of 257 bytes: 400 naming the limit" expect_error 400 invalid_value "{$hello,\"stop\":\"$x257\"}" '1 to 256 bytes'
 check "unknown role: 400" expect_error 400 invalid_type '{"messages":[{"role":"wizard","content":"x"}]}' wizard
 check "an unknown part type: 400" expect_error 400 invalid_type '{"messages":[{"role":"user","content":[{"type":"audio"}]}]}' audio
 check "max_tokens past the context: 400 context_length_exceeded" expect_error 400 context_length_exceeded \
@@ -150,6 +161,7 @@ start_server web --webui "$tmp/www" --kiosk --api-key sekrit --allow-origin http
     --max-streams 2 || exit 1
 ctype() { curl -s -o /dev/null -w '%{content_type}' "$BASE$1"; }
 check "/ is the kiosk page with --kiosk" eval "curl -s $BASE/ | grep -q '<title>kiosk'"
+check "/index.html is the kiosk page with --kiosk" eval "curl -s $BASE/index.html | grep -q '<title>kiosk'"
 check ".wasm is application/wasm" eval "[ '$(ctype /app.wasm)' = application/wasm ]"
 check ".webp is image/webp" eval "[ '$(ctype /pic.webp)' = image/webp ]"
 check ".mjs is JavaScript" eval "[ '$(ctype /sub/mod.mjs)' = text/javascript ]"

@@ -1,6 +1,10 @@
 // tests/server/lib.mjs — helpers for the server tests run by tests/scripts/test_server_*.sh: PASS/FAIL lines
 // (the shell wrapper counts them), a WebSocket client over npm `ws` that queues incoming messages and waits
-// for the ones a test wants, and G4IP patch frames (shared/frame.h).
+// for the ones a test wants, G4IP patch frames (shared/frame.h), /metrics values, and a client that stops
+// reading ($G4_BUILD/tools/slow_client, tests/server/slow_client.c) with the raw WebSocket bytes it needs.
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import { spawn } from 'node:child_process';
 import WebSocket from 'ws';
 
 let passed = 0, failed = 0;
@@ -134,3 +138,72 @@ export async function httpJson(base, path, body, headers = {}) {
 }
 
 export const sleep = ms => new Promise(r => setTimeout(r, ms));
+
+// The gauges and counters the slow-reader and drain tests watch, from GET /metrics.
+export async function serverMetrics(base) {
+  const t = await (await fetch(base + '/metrics')).text();
+  const v = (n) => Number((t.split('\n').find((l) => l.startsWith(n + ' ')) || ' NaN').split(' ')[1]);
+  return { errors: v('g4_requests_total{finish="error"}'), running: v('g4_requests_running'),
+    paused: v('g4_requests_paused'), generated: v('g4_generation_tokens_total') };
+}
+
+// Polls /metrics until pred holds (a condition, not a sleep; 5 * TIMEOUT bounds it).
+export async function metricsUntil(base, pred, what, ms = 5 * TIMEOUT) {
+  const t0 = Date.now();
+  for (;;) {
+    const m = await serverMetrics(base);
+    if (pred(m)) return m;
+    if (Date.now() - t0 > ms) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(m)}`);
+    await sleep(200);
+  }
+}
+
+// The bytes of a WebSocket upgrade request for /ws.
+export function wsUpgrade(port) {
+  return Buffer.from(`GET /ws HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n` +
+    `Sec-WebSocket-Key: ${crypto.randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+}
+
+// A masked client text frame (RFC 6455).
+export function wsFrame(text) {
+  const p = Buffer.from(text), mask = crypto.randomBytes(4);
+  let h;
+  if (p.length < 126) { h = Buffer.alloc(2); h[1] = 0x80 | p.length; }
+  else { h = Buffer.alloc(4); h[1] = 0x80 | 126; h.writeUInt16BE(p.length, 2); }
+  h[0] = 0x81;
+  return Buffer.concat([h, mask, Buffer.from(p.map((b, i) => b ^ mask[i & 3]))]);
+}
+
+// The server's (unmasked) frames in buf, which starts after the 101 response: [{opcode, text, payload}]; a
+// frame cut off at the end is left out.
+export function parseWsFrames(buf) {
+  const out = [];
+  let o = 0;
+  while (o + 2 <= buf.length) {
+    let len = buf[o + 1] & 0x7f, h = 2;
+    if (len === 126) { if (o + 4 > buf.length) break; len = buf.readUInt16BE(o + 2); h = 4; }
+    else if (len === 127) { if (o + 10 > buf.length) break; len = Number(buf.readBigUInt64BE(o + 2)); h = 10; }
+    if (o + h + len > buf.length) break;
+    const payload = buf.subarray(o + h, o + h + len);
+    out.push({ opcode: buf[o] & 0x0f, text: payload.toString('utf8'), payload });
+    o += h + len;
+  }
+  return out;
+}
+
+// Starts slow_client (receive buffer 4096) on port with the request bytes (written to file); resolves once it
+// says the request went out. Its stdin line 'go' starts the reading; bytes() is what it has read so far.
+export async function startSlowClient(bin, port, file, request) {
+  fs.writeFileSync(file, request);
+  const ch = spawn(bin, [String(port), '4096', file], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const chunks = [];
+  let err = '';
+  ch.stdout.on('data', (d) => chunks.push(d));
+  ch.stderr.on('data', (d) => { err += d; });
+  const exited = new Promise((r) => ch.on('exit', (code) => r(code)));
+  for (let i = 0; !err.includes('sent\n'); i++) {
+    if (i > TIMEOUT / 50 || ch.exitCode !== null) throw new Error(`slow_client did not send: ${err}`);
+    await sleep(50);
+  }
+  return { ch, exited, bytes: () => Buffer.concat(chunks), stderr: () => err };
+}

@@ -2,9 +2,11 @@
 // the npm `ws` client against a running `g4 serve` on the tiny model: ready, streaming replies (equal to the
 // OpenAI endpoint's for the same request), seeds, stop strings, cancel, per-connection limits, metrics
 // subscription, image patch frames (equal to the same image sent as a file), every kind of bad input
-// (each answered with an error while the connection keeps working), and a socket closed mid-stream.
+// (each answered with an error while the connection keeps working), the limits (uploads waiting per
+// connection by count and bytes, stop-string length, prompt_too_long, the draft field's type), and a socket
+// closed mid-stream.
 import fs from 'node:fs';
-import { check, finish, test, connect, frame, httpJson, sleep } from './lib.mjs';
+import { check, finish, test, connect, frame, httpJson, sleep, TIMEOUT } from './lib.mjs';
 
 const [port, patchesJson, patchesU8, imagePng] = process.argv.slice(2);
 const base = `http://127.0.0.1:${port}`;
@@ -24,6 +26,7 @@ const c = await connect(port);
 
 await test('ready', async () => {
   const r = c.ready;
+  check('ready has no lan_url on 127.0.0.1', r.lan_url === undefined, r.lan_url);
   check('ready names the protocol, the model and its limits', r.protocol === 1 && r.model === 'test-model' &&
     r.context > 0 && r.limits.message_bytes === 8 * 1024 * 1024 && r.limits.images_per_request === 16 &&
     r.max_soft_tokens === 280, r);
@@ -192,6 +195,58 @@ await test('lying frames', async () => {
   check('a data URI that is not an image', notimg.end.code === 'image_error', notimg.end);
   const ok = await c.chat('ok2', { messages: hello, max_tokens: 3, temperature: 0 });
   check('the connection keeps working after lying frames', ok.end.type === 'done', ok.end);
+});
+
+await test('limits', async () => {
+  // uploads waiting per connection: 16 images ...
+  const u = await connect(port);
+  const one = Buffer.alloc(6912, 7);
+  for (let id = 100; id < 116; id++) u.ws.send(frame(id, 1, 1, 0, 1, one));
+  const acks = [];
+  for (let k = 0; k < 16; k++) acks.push(await u.wait((m) => m.type === 'image' || m.type === 'error'));
+  check('16 uploads wait on one connection', acks.every((m) => m.type === 'image' && m.patches === 1), acks.filter((m) => m.type !== 'image'));
+  u.ws.send(frame(116, 1, 1, 0, 1, one));
+  const over = await u.wait((m) => m.type === 'error' || m.type === 'image');
+  check('the 17th is refused, naming the limits', over.type === 'error' && over.code === 'bad_frame' &&
+    over.message.includes('16 images') && over.message.includes('64 MiB'), over);
+  const used = await u.chat('use100', { messages: [{ role: 'user', content: [{ type: 'image', image_id: 100 }] }], max_tokens: 2 });
+  u.ws.send(frame(117, 1, 1, 0, 1, one));
+  const again = await u.wait((m) => m.type === 'error' || m.type === 'image');
+  check('a chat that uses an upload makes room for another', used.end.type === 'done' && again.type === 'image' && again.image_id === 117, { used: used.end, again });
+  u.close();
+  // ... and 64 MiB of patches: eight 1120-patch images (61.9 MB) fit, a ninth does not
+  const v = await connect(port);
+  for (let id = 200; id < 209; id++) v.ws.send(frame(id, 35, 32, 0, 1120, null));
+  const big = [];
+  for (let k = 0; k < 9; k++) big.push(await v.wait((m) => m.type === 'image' || m.type === 'error', 5 * TIMEOUT));
+  check('eight 1120-patch uploads fit in 64 MiB', big.slice(0, 8).every((m) => m.type === 'image' && m.patches === 1120), big.slice(0, 8));
+  check('the ninth is refused, naming the limits', big[8].type === 'error' && big[8].code === 'bad_frame' && big[8].message.includes('64 MiB'), big[8]);
+  v.close();
+  // a stop string over 256 bytes
+  c.send({ type: 'chat', id: 'stop257', messages: hello, stop: ['x'.repeat(257)] });
+  const st = await c.wait((m) => m.id === 'stop257');
+  check('a stop string of 257 bytes: bad_request naming stop and 256', st.type === 'error' && st.code === 'bad_request' &&
+    st.message.includes('stop') && st.message.includes('256'), st);
+  const st256 = await c.chat('stop256', { messages: hello, max_tokens: 2, stop: ['x'.repeat(256)] });
+  check('a stop string of 256 bytes is accepted', st256.end.type === 'done', st256.end);
+  // prompts too long for the context, or for the prompt limit
+  const ctx = await c.chat('ctx', { messages: hello, max_tokens: 9000 });
+  check('max_tokens past the context: prompt_too_long naming the context', ctx.end.type === 'error' &&
+    ctx.end.code === 'prompt_too_long' && ctx.end.message.includes('8192'), ctx.end);
+  const huge = await c.chat('huge', { messages: [{ role: 'user', content: 'hello '.repeat(33000) }], max_tokens: 1 });
+  check('a prompt over 32768 tokens: prompt_too_long naming the limit', huge.end.type === 'error' &&
+    huge.end.code === 'prompt_too_long' && huge.end.message.includes('32768'), huge.end);
+  // draft: a boolean
+  for (const bad of ['yes', 1, {}, [true]]) {
+    c.send({ type: 'chat', id: 'd1', messages: hello, draft: bad });
+    const d = await c.wait((m) => m.id === 'd1');
+    check(`draft ${JSON.stringify(bad)}: bad_request naming the field`, d.type === 'error' && d.code === 'bad_request' &&
+      d.message.includes('draft') && d.message.includes('true or false'), d);
+  }
+  const dt = await c.chat('d2', { messages: hello, max_tokens: 3, temperature: 0, draft: true });
+  const df = await c.chat('d3', { messages: hello, max_tokens: 3, temperature: 0, draft: false });
+  check('draft true and false are accepted, with the same reply (no drafter yet)', dt.end.type === 'done' && df.end.type === 'done' &&
+    dt.text === df.text, [dt.end, df.end]);
 });
 
 await test('closed socket', async () => {

@@ -382,6 +382,7 @@ static void test_slow_reader(void)
     /* a paused as soon as 16 bytes were unread: a handful of tokens, far from its 300 */
     EXPECTF(a.text.n < 16 + 64 && st.generated_tokens < 40 + 20, "unread %zu bytes, %llu tokens generated", a.text.n,
             (unsigned long long)st.generated_tokens);
+    EXPECT(st.paused == 0 && st.running == 0); /* the ended slow reader no longer counts as paused */
     release(s, &a);
     release(s, &b);
     sched_destroy(s);

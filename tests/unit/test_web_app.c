@@ -1,8 +1,8 @@
 /* test_web_app — the client's state machine (webui/app.c, app_view.c) driven through app.h as the
  * JavaScript glue drives it, with a recording platform (web_fake_plat.h): connect and ready, send, streamed
  * tokens (escaped), done with statistics, stop, regenerate, edit, storage across a reload, reconnect,
- * attachments (refusals, upload before the request), the kiosk's idle reset and the dashboard's
- * subscription. */
+ * attachments (refusals, upload before the request), the kiosk's idle reset, a --kiosk server taking the
+ * chat page, and the dashboard's subscription. */
 #include <cJSON.h>
 
 #include "app.h"
@@ -239,6 +239,37 @@ static void test_kiosk_idle_reset(void)
     EXPECT(!strcmp(fake_get(fake.el, "url"), "http://192.168.5.5:8080/"));
 }
 
+/* ready.kiosk (g4 serve --kiosk): the chat page goes to the kiosk and sends nothing; the kiosk and the
+ * dashboard stay where they are. */
+static void test_kiosk_server_takes_the_chat_page(void)
+{
+    static const char ready_kiosk[] = "{\"type\":\"ready\",\"model\":\"m\",\"kiosk\":true,\"kiosk_idle_s\":5}";
+    fake_reset(0);
+    app_init(APP_CHAT, 0, "http://x");
+    fake.ws_open = 1;
+    app_ws_opened();
+    ws_msg(ready_kiosk);
+    EXPECT(!strcmp(fake.navigated, "/kiosk/"));
+    EXPECT(!strstr(fake_get(fake.el, "conn"), "Connected"));
+    app_action("send", "", "hello");
+    EXPECT(fake.n_sent == 0);
+    boot(APP_CHAT, 0); /* kiosk false: the chat page stays */
+    EXPECT(!fake.navigated[0]);
+    fake_reset(0);
+    app_init(APP_KIOSK, 0, "http://x");
+    fake.ws_open = 1;
+    app_ws_opened();
+    ws_msg(ready_kiosk);
+    EXPECT(!fake.navigated[0] && fake.timers[2] == 5000);
+    fake_reset(0);
+    app_init(APP_DASH, 0, "http://x");
+    fake.ws_open = 1;
+    app_ws_opened();
+    ws_msg(ready_kiosk);
+    EXPECT(!fake.navigated[0]);
+    EXPECT_STR_HAS(fake_last_sent(), "\"type\":\"subscribe\"");
+}
+
 static void test_dashboard_subscribes_and_draws(void)
 {
     boot(APP_DASH, 0);
@@ -263,6 +294,7 @@ int main(void)
     RUN_TEST(test_reconnect);
     RUN_TEST(test_attachments);
     RUN_TEST(test_kiosk_idle_reset);
+    RUN_TEST(test_kiosk_server_takes_the_chat_page);
     RUN_TEST(test_dashboard_subscribes_and_draws);
     return test_report();
 }

@@ -31,6 +31,7 @@ static struct {
     double now;
     int canvases;
     char clipboard[1024];
+    char navigated[256];               /* the last plat_navigate path */
 } fake;
 
 static char *fake_dup(const char *s)
@@ -78,6 +79,7 @@ static inline void fake_reset(int keep_store)
     for (int i = 0; i < fake.n_sent; i++) free(fake.sent[i]);
     fake.n_sent = fake.ws_opens = fake.n_uploads = fake.forgets = fake.canvases = 0;
     fake.ws_open = 0;
+    fake.navigated[0] = 0;
     for (int i = 0; i < 8; i++) fake.timers[i] = -1;
     fake.now += 1000;
 }
@@ -119,6 +121,7 @@ void plat_focus(const char *id) { (void)id; }
 void plat_scroll_end(const char *id) { (void)id; }
 void plat_canvas(const char *id, const uint8_t *rgba, int w, int h) { (void)id, (void)rgba, (void)w, (void)h, fake.canvases++; }
 void plat_clipboard(const char *text) { snprintf(fake.clipboard, sizeof fake.clipboard, "%s", text); }
+void plat_navigate(const char *path) { snprintf(fake.navigated, sizeof fake.navigated, "%s", path); }
 void plat_ws_open(void) { fake.ws_opens++; }
 int plat_ws_send(const char *text)
 {
