@@ -354,14 +354,16 @@ await test('dashboard: values move while a chat runs', async () => {
   check('decode tokens/s rises above zero while the chat runs', true, atRest);
   check('one active stream is shown', true);
   // the chart of tokens/s has the decode line in its colour; while the history is a few seconds long (a slow
-  // build under ASan) the line is short, so wait for it to pass 20 pixels as snapshots arrive
-  const countDecode = () => {
+  // build under ASan) the line is short, so wait for it to pass 20 pixels as snapshots arrive. The predicate
+  // is a function, not a string: the page's CSP refuses eval, so a string predicate never runs (it is a page
+  // error and the wait ends at once)
+  const countDecode = (min) => {
     const c = document.getElementById('c-tokens'), d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
     let n = 0;
     for (let i = 0; i < d.length; i += 4) if ((d[i] === 37 && d[i + 1] === 99 && d[i + 2] === 235) || (d[i] === 96 && d[i + 1] === 165 && d[i + 2] === 250)) n++;
-    return n;
+    return min === undefined ? n : n > min;
   };
-  const painted = await page.waitForFunction(`(${countDecode})() > 20`, null, { timeout: TIMEOUT })
+  const painted = await page.waitForFunction(countDecode, 20, { timeout: TIMEOUT })
     .then(() => page.evaluate(countDecode), () => page.evaluate(countDecode));
   check('the tokens/s chart draws the decode line', painted > 20, painted);
   check('the charts have axes and legends', /tok\/s/.test(await page.textContent('#a-tokens')) && /decode/.test(await page.textContent('#l-tokens')));
