@@ -49,23 +49,31 @@ static inline int test_report(void)
     return test_failed ? 1 : 0;
 }
 
+/* Prints `TAG reason`; when the variable `require` is "1", counts one failure and says so (`FAIL what`). */
+static inline int test_skip_v(const char *tag, const char *require, const char *what, const char *fmt, va_list ap)
+{
+    const char *req = getenv(require);
+    printf("%s ", tag);
+    vprintf(fmt, ap);
+    fputc('\n', stdout);
+    if (req && !strcmp(req, "1")) {
+        test_failed++;
+        printf("FAIL %s\n", what);
+    }
+    return test_report();
+}
+
 /* A program that cannot run here (a tool or a file is missing) returns test_skip(...) from main: it prints
  * `SKIP reason` and, under G4_REQUIRE_ALL=1 (CI, where `make deps` installed everything), counts one failure. */
 static inline int test_skip(const char *fmt, ...) TEST_PRINTF(1, 2);
 static inline int test_skip(const char *fmt, ...)
 {
     va_list ap;
-    const char *req = getenv("G4_REQUIRE_ALL");
-    fputs("SKIP ", stdout);
+    int rc;
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    rc = test_skip_v("SKIP", "G4_REQUIRE_ALL", "skipped under G4_REQUIRE_ALL=1", fmt, ap);
     va_end(ap);
-    fputc('\n', stdout);
-    if (req && !strcmp(req, "1")) {
-        test_failed++;
-        printf("FAIL skipped under G4_REQUIRE_ALL=1\n");
-    }
-    return test_report();
+    return rc;
 }
 
 /* The one skip G4_REQUIRE_ALL leaves alone: no usable GPU (the CI machine has none). Prints `SKIP-NO-GPU
@@ -74,17 +82,11 @@ static inline int test_skip_no_gpu(const char *fmt, ...) TEST_PRINTF(1, 2);
 static inline int test_skip_no_gpu(const char *fmt, ...)
 {
     va_list ap;
-    const char *req = getenv("G4_REQUIRE_GPU");
-    fputs("SKIP-NO-GPU ", stdout);
+    int rc;
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    rc = test_skip_v("SKIP-NO-GPU", "G4_REQUIRE_GPU", "no GPU under G4_REQUIRE_GPU=1", fmt, ap);
     va_end(ap);
-    fputc('\n', stdout);
-    if (req && !strcmp(req, "1")) {
-        test_failed++;
-        printf("FAIL no GPU under G4_REQUIRE_GPU=1\n");
-    }
-    return test_report();
+    return rc;
 }
 
 /* A fresh temporary directory for a test's files, removed by nobody (tests are short-lived; /tmp). */
