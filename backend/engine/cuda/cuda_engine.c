@@ -217,7 +217,7 @@ static int plan_fits(struct cuda_engine *e, char *err)
     return 0;
 }
 
-static void *host_pinned(size_t bytes)
+void *cuda_alloc_pinned(size_t bytes)
 {
     void *p = NULL;
     CUDA_CHECK(cudaMallocHost(&p, bytes ? bytes : 16));
@@ -254,12 +254,12 @@ static void alloc_scratch(struct cuda_engine *e)
     e->gemm_ws.partial = cuda_alloc(e, (size_t)ws_floats * 4);
     e->gemm_ws.counters = cuda_alloc(e, (size_t)ws_counters * 4);
     CUDA_CHECK(cudaMemset(e->gemm_ws.counters, 0, (size_t)ws_counters * 4));
-    e->h_tokens = host_pinned(R * sizeof *e->h_tokens);
-    e->h_image_index = host_pinned(R * sizeof *e->h_image_index);
-    e->h_logit_rows = host_pinned(R * sizeof *e->h_logit_rows);
-    e->h_meta = host_pinned(R * sizeof *e->h_meta);
-    e->h_tiles = host_pinned(CUDA_TILE_SETS * R * sizeof *e->h_tiles);
-    e->h_n_tiles = host_pinned(CUDA_TILE_SETS * sizeof *e->h_n_tiles);
+    e->h_tokens = cuda_alloc_pinned(R * sizeof *e->h_tokens);
+    e->h_image_index = cuda_alloc_pinned(R * sizeof *e->h_image_index);
+    e->h_logit_rows = cuda_alloc_pinned(R * sizeof *e->h_logit_rows);
+    e->h_meta = cuda_alloc_pinned(R * sizeof *e->h_meta);
+    e->h_tiles = cuda_alloc_pinned(CUDA_TILE_SETS * R * sizeof *e->h_tiles);
+    e->h_n_tiles = cuda_alloc_pinned(CUDA_TILE_SETS * sizeof *e->h_n_tiles);
     cuda_sample_alloc(e);
     for (int i = 0; i < e->L; i++) {
         size_t n = (size_t)e->opts.max_streams * e->layers[i].cap * e->layers[i].c->kv_dim;

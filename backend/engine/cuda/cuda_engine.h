@@ -127,6 +127,8 @@ struct cuda_engine {
 
 /* cudaMalloc tracked by the engine (aborts on failure: the plan checked the size first). */
 void *cuda_alloc(struct cuda_engine *e, size_t bytes);
+/* Pinned host memory for staging (cudaMallocHost; aborts on failure); freed with cudaFreeHost. */
+void *cuda_alloc_pinned(size_t bytes);
 
 /* Weights to the device, counted in weight_bytes: a bf16 matrix from the mapping, and an fp32 array from
  * weights_vector* (freed here). NULL in, NULL out. */

@@ -12,13 +12,6 @@
 #include "engine/cuda/cuda_engine.h"
 #include "util/util.h"
 
-static void *pinned(size_t bytes)
-{
-    void *p = NULL;
-    CUDA_CHECK(cudaMallocHost(&p, bytes ? bytes : 16));
-    return p;
-}
-
 void cuda_sample_alloc(struct cuda_engine *e)
 {
     size_t R = (size_t)e->max_rows, C = R * KERN_TOPK_MAX;
@@ -26,10 +19,10 @@ void cuda_sample_alloc(struct cuda_engine *e)
     e->cand_ids = cuda_alloc(e, C * sizeof *e->cand_ids);
     e->cand_logits = cuda_alloc(e, C * sizeof *e->cand_logits);
     e->cand_n = cuda_alloc(e, R * sizeof *e->cand_n);
-    e->h_select = pinned(R * sizeof *e->h_select);
-    e->h_cand_ids = pinned(C * sizeof *e->h_cand_ids);
-    e->h_cand_logits = pinned(C * sizeof *e->h_cand_logits);
-    e->h_cand_n = pinned(R * sizeof *e->h_cand_n);
+    e->h_select = cuda_alloc_pinned(R * sizeof *e->h_select);
+    e->h_cand_ids = cuda_alloc_pinned(C * sizeof *e->h_cand_ids);
+    e->h_cand_logits = cuda_alloc_pinned(C * sizeof *e->h_cand_logits);
+    e->h_cand_n = cuda_alloc_pinned(R * sizeof *e->h_cand_n);
     e->draw = g4_calloc(R, sizeof *e->draw);
     e->pick_w = g4_malloc(KERN_TOPK_MAX * sizeof *e->pick_w);
 }
