@@ -1,0 +1,249 @@
+// gemm_wgmma — an experimental Hopper prompt kernel: y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias),
+// the contract of kern_gemm_bf16 (gemm_bf16.cu) on wgmma instead of mma.sync. The mma.sync kernel reaches
+// 130-220 TFLOP/s on an H200 where cuBLAS reaches ~790; wgmma is the instruction that can close that gap.
+// Whether it may replace the prompt kernel depends on one unknown: that a wgmma m64nNk16 step rounds exactly
+// as the mma.sync m16n8k16 step does. tests/unit/test_cuda_wgmma.c finds out; nothing calls this kernel yet.
+//
+// Shape: 128x256 CTA tiles, 256 threads = 2 warpgroups of 64 rows each, K in stages of 64 through a
+// 4-stage cp.async pipeline (every thread copies, no TMA), wgmma.m64n256k16 with both operands read from
+// shared memory through matrix descriptors, K-major, no swizzle, fp32 accumulators in registers.
+//
+// Exactness (kernels.h, "the reduction rule"): per output element, the chunks of 16 of each K segment run in
+// increasing order through one accumulator that starts at zero (registers zeroed, scale-d = 1 on every
+// step, so each step is acc = acc + a·b over 16, as with mma.sync); segments run in CTAs of their own
+// (grid z) and the CTA that completes a tile adds them in order to 0.0f, then the bias — the epilogue of
+// gemm_bf16.cu, element for element. The grid runs M fastest, so CTAs that share a weight tile run together.
+//
+// Limits: each segment's length K / nseg must be a multiple of 64 (the stage); when it is not (K = 48, say),
+// kern_gemm_wgmma calls kern_gemm_bf16 instead, which gives the same bits by the rule.
+//
+// The descriptor variant: the PTX text is read two ways on which of the descriptor's two offsets steps
+// along K for a K-major, unswizzled operand. Variant 0 (the launcher's, as CUTLASS's make_gmma_desc builds
+// it): leading offset = 128 bytes (the next 8 k), stride offset = 1024 bytes (the next 8 rows). Variant 1
+// swaps them. kern_gemm_wgmma_variant (declared by the test only) runs either, so one GPU run can say which
+// is exact. Both read only inside the stage's own tile, so the wrong one gives wrong numbers, not a fault.
+#include "common.cuh"
+#include "kernels.h"
+#include "mma.cuh"
+
+#define WG_BM 128
+#define WG_BN 256
+#define WG_BK 64
+#define WG_STAGES 4
+#define WG_THREADS 256
+#define WG_A_BYTES (WG_BM * WG_BK * 2) // 16 KiB per stage
+#define WG_B_BYTES (WG_BN * WG_BK * 2) // 32 KiB per stage
+#define WG_STAGE_BYTES (WG_A_BYTES + WG_B_BYTES)
+#define WG_SMEM (WG_STAGES * WG_STAGE_BYTES + 128) // + 128: the base is rounded up to 128 bytes
+
+// Shared layout of a (rows x 64) bf16 tile, in 8x8 core matrices (8 rows x 16 bytes, 128 contiguous
+// bytes): row r, 16-byte column kc at ((r / 8) * 8 + kc) * 128 + (r % 8) * 16.
+#define CM_K_STEP 128   // bytes between core matrices adjacent along K
+#define CM_MN_STEP 1024 // bytes between core matrices adjacent along M or N (the next 8 rows)
+
+// A shared-memory matrix descriptor: start address >> 4 (bits 0-13), leading byte offset >> 4 (16-29),
+// stride byte offset >> 4 (32-45), base offset 0, swizzle mode 0 (bits 62-63).
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
+{
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32);
+}
+
+#define WG_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
+#define WG_F16(i) WG_F4(i), WG_F4(i + 4), WG_F4(i + 8), WG_F4(i + 12)
+
+// d (64x256 fp32 over the warpgroup; this thread's 128 values) += a (64x16, K-major) · b (256x16, K-major)ᵀ.
+// Fragment: warp q of the warpgroup holds rows 16q + lane/4 (+ 8), d[4j + 2h + e] is row +8h, column
+// 8j + 2 (lane % 4) + e — mma.sync's C fragment for each n8 block j.
+__device__ __forceinline__ void wgmma_m64n256k16(float d[128], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+                 "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
+                 "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
+                 "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
+                 "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"
+                 "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
+                 "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
+                 : WG_F16(0), WG_F16(16), WG_F16(32), WG_F16(48), WG_F16(64), WG_F16(80), WG_F16(96), WG_F16(112)
+                 : "l"(da), "l"(db), "r"(1));
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void wgmma_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+
+// Keeps the compiler from moving reads or writes of the accumulators across the asynchronous steps.
+__device__ __forceinline__ void fence_operands(float d[128])
+{
+#pragma unroll
+    for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// One stage: (128 x 64) of x and (256 x 64) of w into the core-matrix layout, zeros past M and N. Piece
+// p = threadIdx.x + 256 j lands at byte 16 p, so 8 consecutive threads fill one core matrix (conflict-free
+// stores); this thread's rows are row0 + 32 j at the 16-byte column (threadIdx.x / 8) % 8.
+__device__ __forceinline__ void load_stage(unsigned char *st, const uint16_t *X, const uint16_t *W, int M, int N,
+                                           int K, int m0, int n0, int k0)
+{
+    int tid = threadIdx.x, row0 = (tid >> 6) * 8 + (tid & 7), col = k0 + ((tid >> 3) & 7) * 8;
+#pragma unroll
+    for (int j = 0; j < WG_BM / 32; j++) {
+        int r = m0 + row0 + 32 * j;
+        bool ok = r < M;
+        cp_async16(st + (tid + WG_THREADS * j) * 16, X + (size_t)(ok ? r : 0) * K + (ok ? col : 0), ok);
+    }
+#pragma unroll
+    for (int j = 0; j < WG_BN / 32; j++) {
+        int r = n0 + row0 + 32 * j;
+        bool ok = r < N;
+        cp_async16(st + WG_A_BYTES + (tid + WG_THREADS * j) * 16, W + (size_t)(ok ? r : 0) * K + (ok ? col : 0), ok);
+    }
+}
+
+// One CTA: a 128x256 tile of y over one K segment. Pipeline, per stage kt (slot kt % 4):
+//   wait for this thread's copies of stage kt, fence them to the async proxy (wgmma reads through it),
+//   barrier; refill slot (kt + 2) % 4 with stage kt + 2; issue stage kt's 4 wgmmas, commit, wait until at
+//   most 1 group is in flight.
+// Why the refill is safe with 1 group in flight: slot (kt + 2) % 4 = (kt - 2) % 4 was last read by group
+// kt - 2, and every warpgroup finished that group before the barrier (its wait<1> at stage kt - 1 left only
+// group kt - 1 running). The slots of groups kt - 1 and kt and of the copy of stage kt + 1 are the other
+// three. The price is a prefetch distance of 2 stages instead of 3.
+template <int VARIANT>
+__global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_t *__restrict__ X,
+                                                                  const uint16_t *__restrict__ W,
+                                                                  const float *__restrict__ bias, float *__restrict__ Y,
+                                                                  int M, int N, int K, int nseg, float *partial,
+                                                                  int *counters)
+{
+    extern __shared__ __align__(128) unsigned char smem_raw[];
+    __shared__ int last;
+    uint32_t base = (uint32_t)__cvta_generic_to_shared(smem_raw), pad = (128 - (base & 127)) & 127;
+    unsigned char *sm = smem_raw + pad;
+    const uint32_t lbo = VARIANT == 0 ? CM_K_STEP : CM_MN_STEP, sbo = VARIANT == 0 ? CM_MN_STEP : CM_K_STEP;
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2;
+    int m0 = blockIdx.x * WG_BM, n0 = blockIdx.y * WG_BN, seg = blockIdx.z, L = K / nseg;
+    int k_begin = seg * L, KT = L / WG_BK;
+    float acc[128];
+    base += pad;
+#pragma unroll
+    for (int i = 0; i < 128; i++) acc[i] = 0.0f;
+
+#pragma unroll
+    for (int s = 0; s < WG_STAGES - 2; s++) {
+        if (s < KT) load_stage(sm + s * WG_STAGE_BYTES, X, W, M, N, K, m0, n0, k_begin + s * WG_BK);
+        cp_async_commit();
+    }
+    for (int kt = 0; kt < KT; kt++) {
+        int st = kt % WG_STAGES;
+        cp_async_wait<WG_STAGES - 3>(); // committed: stages 0 .. kt + 1; stage kt has landed
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+        __syncthreads();
+        {
+            int next = kt + WG_STAGES - 2;
+            if (next < KT) load_stage(sm + (next % WG_STAGES) * WG_STAGE_BYTES, X, W, M, N, K, m0, n0, k_begin + next * WG_BK);
+            cp_async_commit();
+        }
+        uint32_t a = base + st * WG_STAGE_BYTES + wg * (64 / 8) * CM_MN_STEP, b = base + st * WG_STAGE_BYTES + WG_A_BYTES;
+        fence_operands(acc);
+        wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < WG_BK / 16; kk++) // k16 chunks in increasing order: 2 core matrices along K each
+            wgmma_m64n256k16(acc, smem_desc(a + kk * 2 * CM_K_STEP, lbo, sbo), smem_desc(b + kk * 2 * CM_K_STEP, lbo, sbo));
+        wgmma_commit();
+        wgmma_wait<1>();
+        fence_operands(acc);
+    }
+    wgmma_wait<0>();
+    fence_operands(acc);
+    cp_async_wait<0>();
+
+    int g = lane >> 2, t = lane & 3, rbase = m0 + wg * 64 + (warp & 3) * 16 + g;
+    float *dst_base = nseg == 1 ? Y : partial + (size_t)seg * M * N;
+#pragma unroll
+    for (int j = 0; j < WG_BN / 8; j++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int r = rbase + 8 * h, c = n0 + 8 * j + 2 * t;
+            if (r >= M) continue;
+            float v[2];
+#pragma unroll
+            for (int e = 0; e < 2; e++)
+                v[e] = nseg == 1 ? (0.0f + acc[4 * j + 2 * h + e]) + (bias && c + e < N ? bias[c + e] : 0.0f)
+                                 : acc[4 * j + 2 * h + e];
+            float *dst = dst_base + (size_t)r * N + c;
+            if (c + 1 < N && (N % 2) == 0) *(float2 *)dst = make_float2(v[0], v[1]);
+            else
+#pragma unroll
+                for (int e = 0; e < 2; e++)
+                    if (c + e < N) dst[e] = v[e];
+        }
+    if (nseg == 1) return;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        int *ctr = &counters[blockIdx.x * gridDim.y + blockIdx.y];
+        last = atomicAdd(ctr, 1) == nseg - 1;
+        if (last) *ctr = 0;
+    }
+    __syncthreads();
+    if (!last) return;
+    __threadfence();
+    for (int i = threadIdx.x; i < WG_BM * WG_BN; i += blockDim.x) {
+        int r = m0 + i / WG_BN, c = n0 + i % WG_BN;
+        if (r >= M || c >= N) continue;
+        float total = 0.0f;
+        for (int q = 0; q < nseg; q++) total += __ldcg(&partial[((size_t)q * M + r) * N + c]);
+        Y[(size_t)r * N + c] = total + (bias ? bias[c] : 0.0f);
+    }
+}
+
+template <int VARIANT>
+static void wgmma_launch(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K, int nseg,
+                         const struct kern_gemm_ws *ws, kern_stream s)
+{
+    static bool configured = false;
+    if (!configured) {
+        KERN_CHECK(cudaFuncSetAttribute(gemm_wgmma_kernel<VARIANT>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
+        configured = true;
+    }
+    dim3 grid((M + WG_BM - 1) / WG_BM, (N + WG_BN - 1) / WG_BN, nseg);
+    gemm_wgmma_kernel<VARIANT><<<grid, WG_THREADS, WG_SMEM, s>>>(x, w, bias, y, M, N, K, nseg,
+                                                                nseg > 1 ? ws->partial : NULL,
+                                                                nseg > 1 ? ws->counters : NULL);
+    KERN_LAUNCHED();
+}
+
+// The product with descriptor variant 0 or 1 (head comment); for the test, which declares it itself.
+extern "C" void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
+                                        int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
+{
+    int nseg = kern_gemm_segments(N, K);
+    if (K % 16 != 0 || (variant != 0 && variant != 1) || (nseg > 1 && (!ws || !ws->partial || !ws->counters))) {
+        fprintf(stderr, "g4: fatal: kern_gemm_wgmma: K = %d (multiple of 16), variant %d (0 or 1), %d segments%s\n", K,
+                variant, nseg, nseg > 1 && (!ws || !ws->partial) ? " without scratch" : "");
+        abort();
+    }
+    if (M == 0 || N == 0) return;
+    if ((K / nseg) % WG_BK != 0) { // segments not in whole stages: the mma.sync kernel, same bits by the rule
+        kern_gemm_bf16(x, w, bias, y, M, N, K, ws, s);
+        return;
+    }
+    if ((N + WG_BN - 1) / WG_BN > 65535) {
+        fprintf(stderr, "g4: fatal: kern_gemm_wgmma: N = %d over the grid limit\n", N);
+        abort();
+    }
+    if (variant == 0) wgmma_launch<0>(x, w, bias, y, M, N, K, nseg, ws, s);
+    else wgmma_launch<1>(x, w, bias, y, M, N, K, nseg, ws, s);
+}
+
+extern "C" void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
+                                const struct kern_gemm_ws *ws, kern_stream s)
+{
+    kern_gemm_wgmma_variant(0, x, w, bias, y, M, N, K, ws, s);
+}
