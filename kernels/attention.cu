@@ -188,6 +188,8 @@ __global__ void __launch_bounds__(32 * AW, 1) attention_kernel(
     const struct kern_tile *__restrict__ tiles, const int *__restrict__ n_tiles, int n_heads, int n_kv, int cap,
     int is_full, int window, int mask_all, float *__restrict__ part_acc, float *__restrict__ part_ml)
 {
+    kern_dep_launch();
+    kern_dep_wait();
     typedef attn_shape<D> S;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     uint16_t(*qs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw);
@@ -334,6 +336,8 @@ __global__ void __launch_bounds__(32 * AW, 1) attention_kernel(
 __global__ void attention_merge_kernel(const float *__restrict__ part_acc, const float *__restrict__ part_ml,
                                        int n_heads, int D, uint16_t *__restrict__ out)
 {
+    kern_dep_launch();
+    kern_dep_wait();
     size_t idx = (size_t)blockIdx.x * n_heads + blockIdx.y;
     const float *ml = part_ml + idx * NP * 2, *acc = part_acc + idx * NP * D;
     float big = -INFINITY, sum = 0.0f, f[NP];
@@ -372,7 +376,7 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
     }
     long units = (long)max_tiles * n_kv * NP;
     int grid = units < resident ? (int)units : resident;
-    attention_kernel<D><<<grid, 32 * AW, smem, s>>>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, n_heads,
+    kern_launch(attention_kernel<D>, dim3(grid), dim3(32 * AW), smem, s, q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, n_heads,
                                                     n_kv, cap, is_full, window, mask_all, part_acc, part_ml);
     KERN_LAUNCHED();
 }
@@ -410,6 +414,6 @@ extern "C" void kern_attention(const uint16_t *q, const uint16_t *k_new, const u
         abort();
     }
 #undef CASE
-    attention_merge_kernel<<<dim3(rows, n_heads), 128, 0, s>>>(part_acc, part_ml, n_heads, D, out);
+    kern_launch(attention_merge_kernel, dim3(rows, n_heads), dim3(128), 0, s, part_acc, part_ml, n_heads, D, out);
     KERN_LAUNCHED();
 }

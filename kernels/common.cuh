@@ -21,6 +21,42 @@
 
 #define KERN_LAUNCHED() KERN_CHECK(cudaGetLastError())
 
+// Programmatic dependent launch (sm_90): every kernel is launched by kern_launch with the stream's
+// programmatic serialization allowed, so the next kernel of a pass may start while this one runs its last
+// CTAs. Every kernel calls kern_dep_launch (its successor may be scheduled) and kern_dep_wait (everything the
+// previous kernel wrote is complete and visible) before it reads or writes anything a predecessor touches;
+// before the wait a kernel may only read what no kernel of the pass writes (the products prefetch weights
+// there). Order and arithmetic are unchanged: only idle gaps between kernels shrink. G4_CUDA_PDL=0 turns the
+// attribute off (then both instructions are no-ops).
+__device__ __forceinline__ void kern_dep_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
+__device__ __forceinline__ void kern_dep_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+
+static inline int kern_pdl_enabled(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("G4_CUDA_PDL");
+        on = !(v && v[0] == '0');
+    }
+    return on;
+}
+
+template <typename... P, typename... A>
+static inline void kern_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, A... args)
+{
+    cudaLaunchConfig_t cfg = {};
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.gridDim = grid;
+    cfg.blockDim = block;
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = s;
+    cfg.attrs = attr;
+    cfg.numAttrs = kern_pdl_enabled() ? 1 : 0;
+    KERN_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
+}
+
 __device__ __forceinline__ float bf16_bits_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }
 
 __device__ __forceinline__ uint16_t f32_to_bf16_bits(float f)

@@ -7,6 +7,8 @@ __global__ void embed_kernel(const int32_t *__restrict__ tokens, const uint16_t 
                              const float *__restrict__ image_rows, const int32_t *__restrict__ image_index, int H,
                              float *__restrict__ x)
 {
+    kern_dep_launch();
+    kern_dep_wait();
     int r = blockIdx.x, img = image_index ? image_index[r] : -1;
     float *out = x + (size_t)r * H;
     if (img >= 0) {
@@ -21,6 +23,6 @@ extern "C" void kern_embed(const int32_t *tokens, const uint16_t *table, float s
                            const int32_t *image_index, int rows, int H, float *x, kern_stream s)
 {
     if (rows == 0) return;
-    embed_kernel<<<rows, 256, 0, s>>>(tokens, table, scale, image_rows, image_index, H, x);
+    kern_launch(embed_kernel, dim3(rows), dim3(256), 0, s, tokens, table, scale, image_rows, image_index, H, x);
     KERN_LAUNCHED();
 }

@@ -44,6 +44,8 @@ __global__ void __launch_bounds__(256, 1) gemm_tiled_kernel(const uint16_t *__re
                                                             const float *__restrict__ bias, float *__restrict__ Y, int M,
                                                             int N, int K, int nseg, float *partial, int *counters)
 {
+    kern_dep_launch();
+    kern_dep_wait();
     extern __shared__ __align__(16) unsigned char smem_raw[];
     tiled_smem *sm = reinterpret_cast<tiled_smem *>(smem_raw);
     __shared__ int last;
@@ -158,7 +160,7 @@ extern "C" void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float
         configured = true;
     }
     dim3 grid((M + BM - 1) / BM, (N + BN - 1) / BN, nseg);
-    gemm_tiled_kernel<<<grid, 256, smem, s>>>(x, w, bias, y, M, N, K, nseg, nseg > 1 ? ws->partial : NULL,
+    kern_launch(gemm_tiled_kernel, dim3(grid), dim3(256), smem, s, x, w, bias, y, M, N, K, nseg, nseg > 1 ? ws->partial : NULL,
                                              nseg > 1 ? ws->counters : NULL);
     KERN_LAUNCHED();
 }

@@ -25,12 +25,13 @@ struct skinny_smem {
     int last;
 };
 
+// Stage `stage` of rows [first, last) of the stacked (x rows, then w rows) operand: 0, M + SK_BN for both.
 template <int MT>
-__device__ __forceinline__ void load_stage(skinny_smem<MT> *sm, int stage, const uint16_t *X, const uint16_t *W, int M,
-                                           int N, int K, int n0, int k0, int kend)
+__device__ __forceinline__ void load_rows(skinny_smem<MT> *sm, int stage, const uint16_t *X, const uint16_t *W, int M,
+                                          int N, int K, int n0, int k0, int kend, int first, int last)
 {
     const int pieces = SK_BK / 8;
-    for (int i = threadIdx.x; i < (M + SK_BN) * pieces; i += blockDim.x) {
+    for (int i = first * pieces + threadIdx.x; i < last * pieces; i += blockDim.x) {
         int row = i / pieces, c = (i % pieces) * 8;
         bool is_a = row < M, ok;
         int r = is_a ? row : row - M;
@@ -48,6 +49,13 @@ __device__ __forceinline__ void load_stage(skinny_smem<MT> *sm, int stage, const
 }
 
 template <int MT>
+__device__ __forceinline__ void load_stage(skinny_smem<MT> *sm, int stage, const uint16_t *X, const uint16_t *W, int M,
+                                           int N, int K, int n0, int k0, int kend)
+{
+    load_rows<MT>(sm, stage, X, W, M, N, K, n0, k0, kend, 0, M + SK_BN);
+}
+
+template <int MT>
 __global__ void __launch_bounds__(32 * SK_WARPS) gemm_skinny_kernel(const uint16_t *__restrict__ X,
                                                                    const uint16_t *__restrict__ W,
                                                                    const float *__restrict__ bias, float *__restrict__ Y,
@@ -59,6 +67,7 @@ __global__ void __launch_bounds__(32 * SK_WARPS) gemm_skinny_kernel(const uint16
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n0 = blockIdx.x * SK_BN, seg = blockIdx.y;
     int L = K / nseg, kbeg = seg * L, kend = kbeg + L, tiles = (L + SK_BK - 1) / SK_BK;
     float acc[MT][4];
+    kern_dep_launch();
 #pragma unroll
     for (int i = 0; i < MT; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
     // rows M .. 16*MT-1 of every stage: zeros, written once (the first barrier below orders them)
@@ -67,14 +76,22 @@ __global__ void __launch_bounds__(32 * SK_WARPS) gemm_skinny_kernel(const uint16
         *(uint4 *)&sm->a[st][M + rest / (SK_LD / 8)][(rest % (SK_LD / 8)) * 8] = make_uint4(0, 0, 0, 0);
     }
 
+    // the first stages' weights stream in before the previous kernel is done (no kernel writes them; see
+    // kern_dep_wait), their activations after it: groups w0, w1, w2, x012, so the first step waits for all
 #pragma unroll
     for (int s = 0; s < SK_STAGES - 1; s++) {
-        if (s < tiles) load_stage<MT>(sm, s, X, W, M, N, K, n0, kbeg + s * SK_BK, kend);
+        if (s < tiles) load_rows<MT>(sm, s, X, W, M, N, K, n0, kbeg + s * SK_BK, kend, M, M + SK_BN);
         cp_async_commit();
     }
+    kern_dep_wait();
+#pragma unroll
+    for (int s = 0; s < SK_STAGES - 1; s++)
+        if (s < tiles) load_rows<MT>(sm, s, X, W, M, N, K, n0, kbeg + s * SK_BK, kend, 0, M);
+    cp_async_commit();
     for (int kt = 0; kt < tiles; kt++) {
         int st = kt % SK_STAGES, k0 = kbeg + kt * SK_BK;
-        cp_async_wait<SK_STAGES - 2>();
+        if (kt == 0) cp_async_wait<0>();
+        else cp_async_wait<SK_STAGES - 2>();
         __syncthreads();
         {
             int next = kt + SK_STAGES - 1;
@@ -155,7 +172,7 @@ static void launch(const uint16_t *x, const uint16_t *w, const float *bias, floa
         configured = true;
     }
     dim3 grid((N + SK_BN - 1) / SK_BN, nseg);
-    gemm_skinny_kernel<MT><<<grid, 32 * SK_WARPS, smem, s>>>(x, w, bias, y, M, N, K, nseg, nseg > 1 ? ws->partial : NULL,
+    kern_launch(gemm_skinny_kernel<MT>, dim3(grid), dim3(32 * SK_WARPS), smem, s, x, w, bias, y, M, N, K, nseg, nseg > 1 ? ws->partial : NULL,
                                                             nseg > 1 ? ws->counters : NULL);
     KERN_LAUNCHED();
 }

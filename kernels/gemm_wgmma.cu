@@ -121,6 +121,8 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
                                                                   int M, int N, int K, int nseg, float *partial,
                                                                   int *counters)
 {
+    kern_dep_launch();
+    kern_dep_wait();
     extern __shared__ __align__(128) unsigned char smem_raw[];
     __shared__ int last;
     uint32_t base = (uint32_t)__cvta_generic_to_shared(smem_raw), pad = (128 - (base & 127)) & 127;
@@ -213,7 +215,7 @@ static void wgmma_launch(const uint16_t *x, const uint16_t *w, const float *bias
         configured = true;
     }
     dim3 grid((M + WG_BM - 1) / WG_BM, (N + WG_BN - 1) / WG_BN, nseg);
-    gemm_wgmma_kernel<VARIANT><<<grid, WG_THREADS, WG_SMEM, s>>>(x, w, bias, y, M, N, K, nseg,
+    kern_launch(gemm_wgmma_kernel<VARIANT>, dim3(grid), dim3(WG_THREADS), WG_SMEM, s, x, w, bias, y, M, N, K, nseg,
                                                                 nseg > 1 ? ws->partial : NULL,
                                                                 nseg > 1 ? ws->counters : NULL);
     KERN_LAUNCHED();

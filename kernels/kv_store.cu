@@ -8,6 +8,8 @@ __global__ void kv_store_kernel(const uint16_t *__restrict__ k_new, const uint16
                                 const struct kern_row *__restrict__ meta, int kvd, int cap, uint16_t *__restrict__ ck,
                                 uint16_t *__restrict__ cv)
 {
+    kern_dep_launch();
+    kern_dep_wait();
     int r = blockIdx.x;
     struct kern_row m = meta[r];
     int last = m.pos0 + (m.item_end - m.base) - 1;
@@ -30,6 +32,6 @@ extern "C" void kern_kv_store(const uint16_t *k_new, const uint16_t *v_new, cons
                               int kvd, int cap, uint16_t *cache_k, uint16_t *cache_v, kern_stream s)
 {
     if (rows == 0) return;
-    kv_store_kernel<<<rows, 256, 0, s>>>(k_new, v_new, rows_meta, kvd, cap, cache_k, cache_v);
+    kern_launch(kv_store_kernel, dim3(rows), dim3(256), 0, s, k_new, v_new, rows_meta, kvd, cap, cache_k, cache_v);
     KERN_LAUNCHED();
 }

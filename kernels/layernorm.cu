@@ -6,6 +6,8 @@
 __global__ void layernorm_kernel(const float *__restrict__ x, const float *__restrict__ w, const float *__restrict__ b,
                                  float eps, int n, float *__restrict__ y32, uint16_t *__restrict__ y16)
 {
+    kern_dep_launch();
+    kern_dep_wait();
     __shared__ float scratch[32];
     const float *row = x + (size_t)blockIdx.x * n;
     float s = 0.0f, mean, var = 0.0f, inv;
@@ -25,6 +27,6 @@ extern "C" void kern_layernorm(const float *x, const float *w, const float *b, f
                                uint16_t *y16, kern_stream s)
 {
     if (rows == 0) return;
-    layernorm_kernel<<<rows, 256, 0, s>>>(x, w, b, eps, n, y32, y16);
+    kern_launch(layernorm_kernel, dim3(rows), dim3(256), 0, s, x, w, b, eps, n, y32, y16);
     KERN_LAUNCHED();
 }

@@ -14,6 +14,8 @@ __global__ void qkv_prep_kernel(const float *__restrict__ qkv, int ld, int k_off
                                 int n_heads, int n_kv, int D, uint16_t *__restrict__ q_out, uint16_t *__restrict__ k_out,
                                 uint16_t *__restrict__ v_out)
 {
+    kern_dep_launch();
+    kern_dep_wait();
     __shared__ float buf[MAX_D];
     int r = blockIdx.x, h = blockIdx.y, lane = threadIdx.x, kind, head;
     const float *src, *w, *row = qkv + (size_t)r * ld;
@@ -80,7 +82,7 @@ extern "C" void kern_qkv_prep(const float *qkv, int ld, int k_off, int v_off, co
         fprintf(stderr, "g4: fatal: kern_qkv_prep: head dim %d unsupported (even, <= %d)\n", D, MAX_D);
         abort();
     }
-    qkv_prep_kernel<<<grid, 32, 0, s>>>(qkv, ld, k_off, v_off, q_norm, k_norm, inv_freq, rows_meta, eps, n_heads, n_kv,
+    kern_launch(qkv_prep_kernel, dim3(grid), dim3(32), 0, s, qkv, ld, k_off, v_off, q_norm, k_norm, inv_freq, rows_meta, eps, n_heads, n_kv,
                                         D, q_out, k_out, v_out);
     KERN_LAUNCHED();
 }

@@ -78,6 +78,8 @@ __global__ void __launch_bounds__(THREADS) rmsnorm_kernel(const float *__restric
                                                           float eps, int n, float *__restrict__ y32,
                                                           uint16_t *__restrict__ y16)
 {
+    kern_dep_launch();
+    kern_dep_wait();
     size_t r = blockIdx.x;
     norm_row(x + r * n, w, eps, n, y32 ? y32 + r * n : NULL, y16 ? y16 + r * n : NULL);
 }
@@ -87,6 +89,8 @@ __global__ void __launch_bounds__(THREADS) rmsnorm_gather_kernel(const float *__
                                                                  const float *__restrict__ w, float eps, int n,
                                                                  uint16_t *__restrict__ y16)
 {
+    kern_dep_launch();
+    kern_dep_wait();
     norm_row(x + (size_t)index[blockIdx.x] * n, w, eps, n, NULL, y16 + (size_t)blockIdx.x * n);
 }
 
@@ -96,6 +100,8 @@ __global__ void __launch_bounds__(THREADS) residual_norm_add_kernel(float *__res
                                                                     const float *__restrict__ w_next,
                                                                     uint16_t *__restrict__ xn16, int n)
 {
+    kern_dep_launch();
+    kern_dep_wait();
     __shared__ float scratch[32];
     const float *tr = t + (size_t)blockIdx.x * n;
     float *xr = x + (size_t)blockIdx.x * n;
@@ -136,7 +142,7 @@ extern "C" void kern_rmsnorm(const float *x, const float *w, float eps, int rows
                              kern_stream s)
 {
     if (rows == 0) return;
-    rmsnorm_kernel<<<rows, THREADS, 0, s>>>(x, w, eps, n, y32, y16);
+    kern_launch(rmsnorm_kernel, dim3(rows), dim3(THREADS), 0, s, x, w, eps, n, y32, y16);
     KERN_LAUNCHED();
 }
 
@@ -144,7 +150,7 @@ extern "C" void kern_rmsnorm_gather(const float *x, const int32_t *index, const 
                                     uint16_t *y16, kern_stream s)
 {
     if (rows == 0) return;
-    rmsnorm_gather_kernel<<<rows, THREADS, 0, s>>>(x, index, w, eps, n, y16);
+    kern_launch(rmsnorm_gather_kernel, dim3(rows), dim3(THREADS), 0, s, x, index, w, eps, n, y16);
     KERN_LAUNCHED();
 }
 
@@ -152,6 +158,6 @@ extern "C" void kern_residual_norm_add(float *x, const float *t, const float *w,
                                        const float *w_next, uint16_t *xn16, int rows, int n, kern_stream s)
 {
     if (rows == 0) return;
-    residual_norm_add_kernel<<<rows, THREADS, 0, s>>>(x, t, w, eps, scalar, w_next, xn16, n);
+    kern_launch(residual_norm_add_kernel, dim3(rows), dim3(THREADS), 0, s, x, t, w, eps, scalar, w_next, xn16, n);
     KERN_LAUNCHED();
 }

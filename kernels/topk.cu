@@ -40,6 +40,8 @@ __global__ void __launch_bounds__(THREADS) topk_kernel(const float *__restrict__
                                                        int32_t *__restrict__ out_ids, float *__restrict__ out_logits,
                                                        int32_t *__restrict__ out_n)
 {
+    kern_dep_launch();
+    kern_dep_wait();
     __shared__ int supp[KERN_SELECT_MAX_SUPPRESS];
     __shared__ unsigned hist[256];
     __shared__ unsigned long long cand[KERN_TOPK_MAX], wmin[THREADS / 32];
@@ -152,6 +154,6 @@ extern "C" void kern_topk(const float *logits, int V, const struct kern_select_r
                           float *out_logits, int32_t *out_n, kern_stream s)
 {
     if (n_rows == 0) return;
-    topk_kernel<<<n_rows, THREADS, 0, s>>>(logits, V, rows, out_ids, out_logits, out_n);
+    kern_launch(topk_kernel, dim3(n_rows), dim3(THREADS), 0, s, logits, V, rows, out_ids, out_logits, out_n);
     KERN_LAUNCHED();
 }
