@@ -9,16 +9,11 @@
 // mma). kern_attention_merge then combines the NP partials in partial order. The cut, the visiting order and
 // the merge order depend only on positions, never on which other rows share the launch.
 //
-// Work: a "unit" is one tile (consecutive rows of one item), one kv head and one partial; its "slots" are
-// (row, query head of the group) pairs, 16 per warp group; for head dims over 128 the warps of a group (2 for
-// 256, 4 for 512) each compute the group's scores and take 128 of the output dimensions. The grid is
-// persistent (as many CTAs of 8 warps as fit the machine), and a CTA runs units blockIdx.x, + gridDim.x, ...
-// as one pipeline: the next key block — of this unit, or the first of the CTA's next unit, with that unit's
-// queries — loads while this block's weights and products run, the next values while this block's scores run.
-// Decode steps have many short units (a stream's row over 1 k keys is one block per partial), so the loads of
-// one unit hide the latency of the previous one instead of each CTA starting cold. A unit visits the union of
-// its rows' visible key blocks; a block that a row cannot see leaves that row's state exactly unchanged (max
-// with -inf, rescale by exp(0) = 1, zero weights). Which CTA runs a unit never changes its arithmetic.
+// Work: a block of 8 warps takes one tile (consecutive rows of one item), one kv head and one partial. Its
+// "slots" are (row, query head of the group) pairs, 16 per warp group; for head dims over 128 the warps of a
+// group (2 for 256, 4 for 512) each compute the group's scores and take 128 of the output dimensions. The
+// next block's keys load while this block's weights and products run, its values while its scores run. A block visits the union of its rows' visible key blocks; a block that a
+// row cannot see leaves that row's state exactly unchanged (max with -inf, rescale by exp(0) = 1, zero weights).
 //
 // Masks: full layers see k <= p (and, with mask_all, their own image block); sliding layers see
 // k > p - W and (k <= p or same block) — or, with mask_all, (k > p - W and k <= p) or same block.
@@ -41,13 +36,6 @@ struct slot_info {
     int pos, block, valid;
 };
 
-// One unit's facts, computed alike by every thread of the CTA. u < 0: no unit.
-struct unit_info {
-    int u, row0, nrows, kvh, w;
-    int lo, hi;      // the key positions its rows may see (the union)
-    int b, b_last;   // its current key block and its last one (b > b_last: nothing to visit)
-};
-
 // The key range [lo, hi] row m may see (before the per-key mask).
 __device__ __forceinline__ void row_range(const struct kern_row &m, int is_full, int window, int mask_all, int *lo,
                                           int *hi)
@@ -58,90 +46,6 @@ __device__ __forceinline__ void row_range(const struct kern_row &m, int is_full,
     if (in_block && (!is_full || mask_all)) *hi = last;
     if (in_block && mask_all && *lo > m.pos0) *lo = m.pos0;
     if (*lo < 0) *lo = 0;
-}
-
-// Unit u of `total` (u = (tile * n_kv + kvh) * NP + w): its tile, and the key range of its rows — each warp
-// reduces the rows' ranges over its lanes, so all threads get the same answer without a barrier.
-__device__ __forceinline__ void unit_at(struct unit_info *U, int u, int total, const struct kern_tile *tiles,
-                                        const struct kern_row *meta, int n_kv, int is_full, int window, int mask_all)
-{
-    if (u >= total) {
-        U->u = -1;
-        return;
-    }
-    const struct kern_tile tile = tiles[u / NP / n_kv];
-    int lo = 1 << 30, hi = -1;
-    for (int i = threadIdx.x & 31; i < tile.nrows; i += 32) {
-        int a, b;
-        row_range(meta[tile.row0 + i], is_full, window, mask_all, &a, &b);
-        lo = a < lo ? a : lo;
-        hi = b > hi ? b : hi;
-    }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-        lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, o));
-        hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, o));
-    }
-    U->u = u;
-    U->row0 = tile.row0;
-    U->nrows = tile.nrows;
-    U->w = u % NP;
-    U->kvh = u / NP % n_kv;
-    U->lo = lo;
-    U->hi = hi;
-    U->b_last = hi / KB;
-    int b_first = lo / KB;
-    U->b = b_first + ((U->w - b_first % NP) % NP + NP) % NP;
-}
-
-// A unit with no block to visit: its slots' partial states are empty (max -inf, sum 0; the merge skips them).
-__device__ __forceinline__ void store_empty(const struct unit_info &U, int G, int n_heads, float *part_ml)
-{
-    for (int s = threadIdx.x; s < U.nrows * G; s += blockDim.x) {
-        size_t idx = ((size_t)(U.row0 + s / G) * n_heads + U.kvh * G + s % G) * NP + U.w;
-        part_ml[2 * idx] = -INFINITY;
-        part_ml[2 * idx + 1] = 0.0f;
-    }
-}
-
-// The CTA's next unit with a block to visit, from u on (stride gridDim.x); the empty ones passed are stored.
-__device__ __forceinline__ void next_unit(struct unit_info *U, int u, int total, const struct kern_tile *tiles,
-                                          const struct kern_row *meta, int n_heads, int n_kv, int is_full, int window,
-                                          int mask_all, float *part_ml)
-{
-    for (;; u += gridDim.x) {
-        unit_at(U, u, total, tiles, meta, n_kv, is_full, window, mask_all);
-        if (U->u < 0 || U->b <= U->b_last) return;
-        store_empty(*U, n_heads / n_kv, n_heads, part_ml);
-    }
-}
-
-// Queries of the unit's slots into qs: slot s = (row s / G of the tile, head kvh * G + s % G); zeros past them.
-template <int D>
-__device__ __forceinline__ void load_queries(uint16_t (*qs)[attn_shape<D>::LDS], const uint16_t *q,
-                                             const struct unit_info &U, int G, int n_heads)
-{
-    typedef attn_shape<D> S;
-    for (int i = threadIdx.x; i < S::NSLOT * (D / 8); i += blockDim.x) {
-        int s = i / (D / 8), c = (i % (D / 8)) * 8;
-        bool ok = s < U.nrows * G;
-        const uint16_t *src = q + ((size_t)(U.row0 + (ok ? s / G : 0)) * n_heads + U.kvh * G + (ok ? s % G : 0)) * D + c;
-        cp_async16(&qs[s][c], src, ok);
-    }
-}
-
-// The two slots this thread holds scores for: rows g and g + 8 of its warp group's 16.
-__device__ __forceinline__ void unit_slots(struct slot_info sl[2], const struct unit_info &U,
-                                           const struct kern_row *meta, int G, int grp, int g)
-{
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        int s = grp * 16 + g + 8 * h;
-        sl[h].valid = s < U.nrows * G;
-        const struct kern_row mr = meta[U.row0 + (sl[h].valid ? s / G : 0)];
-        sl[h].pos = mr.pos;
-        sl[h].block = mr.block;
-    }
 }
 
 // Keys (or values) of block b into rows[KB][LDS]; positions outside [lo, hi] are zeros (masked later).
@@ -159,28 +63,6 @@ __device__ __forceinline__ void load_block(uint16_t (*rows)[attn_shape<D>::LDS],
     }
 }
 
-// The state of one unit's slots (max, sum) and its unnormalised output, to the partial arrays.
-template <int D>
-__device__ __forceinline__ void store_state(const struct unit_info &U, const struct slot_info sl[2], const float mx[2],
-                                            const float l[2], const float (*o)[4], int G, int n_heads, int grp,
-                                            int dpart, int g, int t, float *part_acc, float *part_ml)
-{
-    typedef attn_shape<D> S;
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        int s = grp * 16 + g + 8 * h;
-        if (!sl[h].valid) continue;
-        size_t idx = ((size_t)(U.row0 + s / G) * n_heads + U.kvh * G + s % G) * NP + U.w;
-        if (dpart == 0 && t == 0) {
-            part_ml[2 * idx] = mx[h];
-            part_ml[2 * idx + 1] = l[h];
-        }
-        float *dst = part_acc + idx * D + dpart * S::DP;
-#pragma unroll
-        for (int j = 0; j < S::DP / 8; j++) *(float2 *)&dst[j * 8 + 2 * t] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
-    }
-}
-
 template <int D>
 __global__ void __launch_bounds__(32 * AW, 1) attention_kernel(
     const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_new, const uint16_t *__restrict__ v_new,
@@ -195,37 +77,68 @@ __global__ void __launch_bounds__(32 * AW, 1) attention_kernel(
     uint16_t(*qs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw);
     uint16_t(*ks)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * S::NSLOT * S::LDS);
     uint16_t(*vs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * (S::NSLOT + KB) * S::LDS);
+    __shared__ int range_lo, range_hi;
 
-    const int total = *n_tiles * n_kv * NP, G = n_heads / n_kv, kvd = n_kv * D;
+    if ((int)blockIdx.x >= *n_tiles) return;
+    const struct kern_tile tile = tiles[blockIdx.x];
+    const int kvh = blockIdx.y, w = blockIdx.z, G = n_heads / n_kv, kvd = n_kv * D;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int grp = warp / S::PARTS, dpart = warp % S::PARTS;
-    struct unit_info U, N;
-    next_unit(&U, blockIdx.x, total, tiles, meta, n_heads, n_kv, is_full, window, mask_all, part_ml);
-    if (U.u < 0) return;
-    struct kern_row m0 = meta[U.row0];
+    const struct kern_row m0 = meta[tile.row0];
+    const int n_slots = tile.nrows * G;
+    const bool live = grp * 16 < n_slots;
+
+    if (threadIdx.x == 0) {
+        int lo = 1 << 30, hi = -1;
+        for (int i = 0; i < tile.nrows; i++) {
+            int a, b;
+            row_range(meta[tile.row0 + i], is_full, window, mask_all, &a, &b);
+            lo = a < lo ? a : lo;
+            hi = b > hi ? b : hi;
+        }
+        range_lo = lo;
+        range_hi = hi;
+    }
+    // queries of the block's slots: slot s = (row s / G of the tile, head kvh * G + s % G)
+    for (int i = threadIdx.x; i < S::NSLOT * (D / 8); i += blockDim.x) {
+        int s = i / (D / 8), c = (i % (D / 8)) * 8;
+        bool ok = s < n_slots;
+        const uint16_t *src = q + ((size_t)(tile.row0 + (ok ? s / G : 0)) * n_heads + kvh * G + (ok ? s % G : 0)) * D + c;
+        cp_async16(&qs[s][c], src, ok);
+    }
+    __syncthreads();
+    const int lo = range_lo, hi = range_hi;
+
+    // the two slots this thread holds scores for: rows g and g + 8 of its warp's 16
     struct slot_info sl[2];
-    unit_slots(sl, U, meta, G, grp, g);
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int s = grp * 16 + g + 8 * h;
+        sl[h].valid = s < n_slots;
+        const struct kern_row mr = meta[tile.row0 + (sl[h].valid ? s / G : 0)];
+        sl[h].pos = mr.pos;
+        sl[h].block = mr.block;
+    }
 
     float mx[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
     float o[S::DP / 8][4];
 #pragma unroll
     for (int j = 0; j < S::DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
 
-    // cp.async groups: Q+K of the first block, then its V, then per block K (+ Q at a unit's start) of the
-    // next, then V of the next; "wait<1>" at each point leaves only the newest group in flight
-    load_queries<D>(qs, q, U, G, n_heads);
-    load_block<D>(ks, k_new, cache_k, m0, U.b, U.lo, U.hi, U.kvh, cap, kvd);
+    // the blocks of this partial, K of the next one loading while this one's weights and products run, and
+    // V of the next while its scores run (cp.async groups: K+Q first, then V, then one each per step)
+    const int b_first = lo / KB, b_last = hi / KB, b_start = b_first + ((w - b_first % NP) % NP + NP) % NP;
+    if (b_start <= b_last) load_block<D>(ks, k_new, cache_k, m0, b_start, lo, hi, kvh, cap, kvd);
     cp_async_commit();
-    load_block<D>(vs, v_new, cache_v, m0, U.b, U.lo, U.hi, U.kvh, cap, kvd);
+    if (b_start <= b_last) load_block<D>(vs, v_new, cache_v, m0, b_start, lo, hi, kvh, cap, kvd);
     cp_async_commit();
-    for (;;) {
-        const int kb0 = U.b * KB;
+    for (int b = b_start; b <= b_last; b += NP) {
+        const int kb0 = b * KB, nb = b + NP;
         cp_async_wait<1>();
         __syncthreads();
 
-        // scores: 16 slots x 64 keys, 8 tiles of 8 keys (a warp group whose slots are all past the unit's
-        // skips its products: their results would never be stored)
-        const bool live = grp * 16 < U.nrows * G;
+        // scores: 16 slots x 64 keys, 8 tiles of 8 keys (a warp group whose slots all lie past the tile's skips
+        // its products: their results are never stored)
         float sc[8][4];
 #pragma unroll
         for (int j = 0; j < 8; j++) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
@@ -242,15 +155,8 @@ __global__ void __launch_bounds__(32 * AW, 1) attention_kernel(
                 mma_bf16_16816(sc[2 * nj + 1], a, b1);
             }
         }
-        __syncthreads(); // every warp has its scores: the key and query buffers are free
-        // the next block: this unit's, or the first of the CTA's next unit with one
-        N = U;
-        N.b += NP;
-        if (N.b > N.b_last)
-            next_unit(&N, U.u + gridDim.x, total, tiles, meta, n_heads, n_kv, is_full, window, mask_all, part_ml);
-        const struct kern_row n0 = N.u >= 0 ? meta[N.row0] : m0;
-        if (N.u >= 0 && N.u != U.u) load_queries<D>(qs, q, N, G, n_heads);
-        if (N.u >= 0) load_block<D>(ks, k_new, cache_k, n0, N.b, N.lo, N.hi, N.kvh, cap, kvd);
+        __syncthreads(); // every warp has its scores: the key buffer is free
+        if (nb <= b_last) load_block<D>(ks, k_new, cache_k, m0, nb, lo, hi, kvh, cap, kvd);
         cp_async_commit();
         // mask, then the online softmax of each of the two slots
         float corr[2];
@@ -315,21 +221,25 @@ __global__ void __launch_bounds__(32 * AW, 1) attention_kernel(
             }
         }
         __syncthreads(); // the value buffer is free
-        if (N.u >= 0) load_block<D>(vs, v_new, cache_v, n0, N.b, N.lo, N.hi, N.kvh, cap, kvd);
+        if (nb <= b_last) load_block<D>(vs, v_new, cache_v, m0, nb, lo, hi, kvh, cap, kvd);
         cp_async_commit();
-        if (N.u != U.u) { // the unit is done: its state out, the next unit's in
-            store_state<D>(U, sl, mx, l, o, G, n_heads, grp, dpart, g, t, part_acc, part_ml);
-            if (N.u < 0) break;
-            unit_slots(sl, N, meta, G, grp, g);
-            m0 = n0;
-            mx[0] = mx[1] = -INFINITY;
-            l[0] = l[1] = 0.0f;
-#pragma unroll
-            for (int j = 0; j < S::DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
-        }
-        U = N;
     }
     cp_async_wait<0>();
+
+    // this partial's state per slot: (max, sum) and the unnormalised output
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        int s = grp * 16 + g + 8 * h;
+        if (!sl[h].valid) continue;
+        size_t idx = ((size_t)(tile.row0 + s / G) * n_heads + kvh * G + s % G) * NP + w;
+        if (dpart == 0 && t == 0) {
+            part_ml[2 * idx] = mx[h];
+            part_ml[2 * idx + 1] = l[h];
+        }
+        float *dst = part_acc + idx * D + dpart * S::DP;
+#pragma unroll
+        for (int j = 0; j < S::DP / 8; j++) *(float2 *)&dst[j * 8 + 2 * t] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
+    }
 }
 
 // out (rows, heads, D) bf16 = the NP partials combined in partial order.
@@ -364,25 +274,21 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
                    int mask_all, float *part_acc, float *part_ml, kern_stream s)
 {
     typedef attn_shape<D> S;
-    static int resident = 0; // CTAs the whole device holds at once
+    static bool configured = false;
     int smem = (int)(sizeof(uint16_t) * (S::NSLOT + 2 * KB) * S::LDS);
-    if (!resident) {
-        int dev, sms, per_sm;
+    if (!configured) {
         KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-        KERN_CHECK(cudaGetDevice(&dev));
-        KERN_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-        KERN_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, attention_kernel<D>, 32 * AW, smem));
-        resident = sms * (per_sm > 0 ? per_sm : 1);
+        configured = true;
     }
-    long units = (long)max_tiles * n_kv * NP;
-    int grid = units < resident ? (int)units : resident;
-    kern_launch(attention_kernel<D>, dim3(grid), dim3(32 * AW), smem, s, q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, n_heads,
+    dim3 grid(max_tiles, n_kv, NP);
+    kern_launch(attention_kernel<D>, grid, dim3(32 * AW), smem, s, q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, n_heads,
                                                     n_kv, cap, is_full, window, mask_all, part_acc, part_ml);
     KERN_LAUNCHED();
 }
 
 extern "C" int kern_attention_tile_rows(int D, int group)
 {
+    if (D != 16 && D != 32 && D != 64 && D != 128 && D != 256 && D != 512) return 0;
     int nslot = 16 * (AW / (D > 128 ? D / 128 : 1));
     return group <= nslot ? nslot / group : 0;
 }
@@ -404,13 +310,14 @@ extern "C" void kern_attention(const uint16_t *q, const uint16_t *k_new, const u
                   is_full, window, mask_all, part_acc, part_ml, s);                                                \
         break
     switch (D) {
+        CASE(16);
         CASE(32);
         CASE(64);
         CASE(128);
         CASE(256);
         CASE(512);
     default:
-        fprintf(stderr, "g4: fatal: kern_attention: head dim %d (32, 64, 128, 256 or 512)\n", D);
+        fprintf(stderr, "g4: fatal: kern_attention: head dim %d (16, 32, 64, 128, 256 or 512)\n", D);
         abort();
     }
 #undef CASE

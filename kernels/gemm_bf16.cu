@@ -169,5 +169,5 @@ extern "C" void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bia
                           const struct kern_gemm_ws *ws, kern_stream s)
 {
     if (M <= 64) kern_gemm_skinny(x, w, bias, y, M, N, K, ws, s);
-    else kern_gemm_bf16(x, w, bias, y, M, N, K, ws, s);
+    else kern_gemm_wgmma(x, w, bias, y, M, N, K, ws, s);
 }

@@ -1,8 +1,8 @@
 // gemm_wgmma — an experimental Hopper prompt kernel: y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias),
 // the contract of kern_gemm_bf16 (gemm_bf16.cu) on wgmma instead of mma.sync. The mma.sync kernel reaches
 // 130-220 TFLOP/s on an H200 where cuBLAS reaches ~790; wgmma is the instruction that can close that gap.
-// Whether it may replace the prompt kernel depends on one unknown: that a wgmma m64nNk16 step rounds exactly
-// as the mma.sync m16n8k16 step does. tests/unit/test_cuda_wgmma.c finds out; nothing calls this kernel yet.
+// It may replace the prompt kernel because a wgmma m64nNk16 step rounds exactly as the mma.sync m16n8k16 step
+// does (tests/unit/test_cuda_wgmma.c, on an H200); kern_gemm runs it for more than 64 rows.
 //
 // Shape: 128x256 CTA tiles, 256 threads = 2 warpgroups of 64 rows each, K in stages of 64 through a
 // 4-stage cp.async pipeline (every thread copies, no TMA), wgmma.m64n256k16 with both operands read from
@@ -17,11 +17,11 @@
 // Limits: each segment's length K / nseg must be a multiple of 64 (the stage); when it is not (K = 48, say),
 // kern_gemm_wgmma calls kern_gemm_bf16 instead, which gives the same bits by the rule.
 //
-// The descriptor variant: the PTX text is read two ways on which of the descriptor's two offsets steps
-// along K for a K-major, unswizzled operand. Variant 0 (the launcher's, as CUTLASS's make_gmma_desc builds
-// it): leading offset = 128 bytes (the next 8 k), stride offset = 1024 bytes (the next 8 rows). Variant 1
-// swaps them. kern_gemm_wgmma_variant (declared by the test only) runs either, so one GPU run can say which
-// is exact. Both read only inside the stage's own tile, so the wrong one gives wrong numbers, not a fault.
+// Two shared layouts, proven on an H200 (test_cuda_wgmma, 2026-12-03): variant 0, unswizzled 8x8 core
+// matrices (leading offset = 128 bytes, the next 8 k; stride offset = 1024 bytes, the next 8 rows) — exact, but
+// 110-190 TFLOP/s; variant 1, the 128-byte swizzle (each 128-byte row of a stage's 64 k holds its 16-byte
+// chunks at chunk ^ (row % 8); stride offset 1024 bytes per 8 rows) — the layout wgmma reads at full rate.
+// The first run also showed that wgmma's k16 steps give mma.sync's bits exactly (the rule holds).
 #include "common.cuh"
 #include "kernels.h"
 #include "mma.cuh"
@@ -34,7 +34,7 @@
 #define WG_A_BYTES (WG_BM * WG_BK * 2) // 16 KiB per stage
 #define WG_B_BYTES (WG_BN * WG_BK * 2) // 32 KiB per stage
 #define WG_STAGE_BYTES (WG_A_BYTES + WG_B_BYTES)
-#define WG_SMEM (WG_STAGES * WG_STAGE_BYTES + 128) // + 128: the base is rounded up to 128 bytes
+#define WG_SMEM (WG_STAGES * WG_STAGE_BYTES + 1024) // + 1024: the base is rounded up to 1024 bytes
 
 // Shared layout of a (rows x 64) bf16 tile, in 8x8 core matrices (8 rows x 16 bytes, 128 contiguous
 // bytes): row r, 16-byte column kc at ((r / 8) * 8 + kc) * 128 + (r % 8) * 16.
@@ -43,9 +43,10 @@
 
 // A shared-memory matrix descriptor: start address >> 4 (bits 0-13), leading byte offset >> 4 (16-29),
 // stride byte offset >> 4 (32-45), base offset 0, swizzle mode 0 (bits 62-63).
-__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo)
+__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint64_t swizzle)
 {
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32);
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) |
+           (swizzle << 62);
 }
 
 #define WG_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
@@ -88,6 +89,27 @@ __device__ __forceinline__ void fence_operands(float d[128])
 // One stage: (128 x 64) of x and (256 x 64) of w into the core-matrix layout, zeros past M and N. Piece
 // p = threadIdx.x + 256 j lands at byte 16 p, so 8 consecutive threads fill one core matrix (conflict-free
 // stores); this thread's rows are row0 + 32 j at the 16-byte column (threadIdx.x / 8) % 8.
+// Variant 1: piece p = threadIdx.x + 256 j is row p / 8, chunk p % 8 (8 threads read one row's 128 bytes),
+// stored at row * 128 + ((chunk ^ row % 8) * 16).
+__device__ __forceinline__ void load_stage_swizzled(unsigned char *st, const uint16_t *X, const uint16_t *W, int M,
+                                                    int N, int K, int m0, int n0, int k0)
+{
+    int tid = threadIdx.x, row0 = tid >> 3, chunk = tid & 7, col = k0 + chunk * 8;
+#pragma unroll
+    for (int j = 0; j < WG_BM / 32; j++) {
+        int rr = row0 + 32 * j, r = m0 + rr;
+        bool ok = r < M;
+        cp_async16(st + rr * 128 + ((chunk ^ (rr & 7)) * 16), X + (size_t)(ok ? r : 0) * K + (ok ? col : 0), ok);
+    }
+#pragma unroll
+    for (int j = 0; j < WG_BN / 32; j++) {
+        int rr = row0 + 32 * j, r = n0 + rr;
+        bool ok = r < N;
+        cp_async16(st + WG_A_BYTES + rr * 128 + ((chunk ^ (rr & 7)) * 16), W + (size_t)(ok ? r : 0) * K + (ok ? col : 0),
+                   ok);
+    }
+}
+
 __device__ __forceinline__ void load_stage(unsigned char *st, const uint16_t *X, const uint16_t *W, int M, int N,
                                            int K, int m0, int n0, int k0)
 {
@@ -123,11 +145,14 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
 {
     kern_dep_launch();
     kern_dep_wait();
-    extern __shared__ __align__(128) unsigned char smem_raw[];
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
     __shared__ int last;
-    uint32_t base = (uint32_t)__cvta_generic_to_shared(smem_raw), pad = (128 - (base & 127)) & 127;
+    uint32_t base = (uint32_t)__cvta_generic_to_shared(smem_raw), pad = (1024 - (base & 1023)) & 1023;
     unsigned char *sm = smem_raw + pad;
-    const uint32_t lbo = VARIANT == 0 ? CM_K_STEP : CM_MN_STEP, sbo = VARIANT == 0 ? CM_MN_STEP : CM_K_STEP;
+    // variant 0: core matrices along K every 128 bytes, along rows every 1024; variant 1: 128-byte swizzle
+    // (the leading offset unused within the atom, rows of 8 every 1024 bytes), k16 steps 32 bytes apart
+    const uint32_t lbo = VARIANT == 0 ? CM_K_STEP : 16, sbo = CM_MN_STEP, kstep = VARIANT == 0 ? 2 * CM_K_STEP : 32;
+    const uint64_t swz = VARIANT == 0 ? 0 : 1;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2;
     int m0 = blockIdx.x * WG_BM, n0 = blockIdx.y * WG_BN, seg = blockIdx.z, L = K / nseg;
     int k_begin = seg * L, KT = L / WG_BK;
@@ -138,7 +163,10 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
 
 #pragma unroll
     for (int s = 0; s < WG_STAGES - 2; s++) {
-        if (s < KT) load_stage(sm + s * WG_STAGE_BYTES, X, W, M, N, K, m0, n0, k_begin + s * WG_BK);
+        if (s < KT) {
+            if (VARIANT == 0) load_stage(sm + s * WG_STAGE_BYTES, X, W, M, N, K, m0, n0, k_begin + s * WG_BK);
+            else load_stage_swizzled(sm + s * WG_STAGE_BYTES, X, W, M, N, K, m0, n0, k_begin + s * WG_BK);
+        }
         cp_async_commit();
     }
     for (int kt = 0; kt < KT; kt++) {
@@ -148,7 +176,11 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
         __syncthreads();
         {
             int next = kt + WG_STAGES - 2;
-            if (next < KT) load_stage(sm + (next % WG_STAGES) * WG_STAGE_BYTES, X, W, M, N, K, m0, n0, k_begin + next * WG_BK);
+            if (next < KT) {
+                unsigned char *dst = sm + (next % WG_STAGES) * WG_STAGE_BYTES;
+                if (VARIANT == 0) load_stage(dst, X, W, M, N, K, m0, n0, k_begin + next * WG_BK);
+                else load_stage_swizzled(dst, X, W, M, N, K, m0, n0, k_begin + next * WG_BK);
+            }
             cp_async_commit();
         }
         uint32_t a = base + st * WG_STAGE_BYTES + wg * (64 / 8) * CM_MN_STEP, b = base + st * WG_STAGE_BYTES + WG_A_BYTES;
@@ -156,7 +188,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < WG_BK / 16; kk++) // k16 chunks in increasing order: 2 core matrices along K each
-            wgmma_m64n256k16(acc, smem_desc(a + kk * 2 * CM_K_STEP, lbo, sbo), smem_desc(b + kk * 2 * CM_K_STEP, lbo, sbo));
+            wgmma_m64n256k16(acc, smem_desc(a + kk * kstep, lbo, sbo, swz), smem_desc(b + kk * kstep, lbo, sbo, swz));
         wgmma_commit();
         wgmma_wait<1>();
         fence_operands(acc);
@@ -247,5 +279,5 @@ extern "C" void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const ui
 extern "C" void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
                                 const struct kern_gemm_ws *ws, kern_stream s)
 {
-    kern_gemm_wgmma_variant(0, x, w, bias, y, M, N, K, ws, s);
+    kern_gemm_wgmma_variant(1, x, w, bias, y, M, N, K, ws, s);
 }

@@ -70,12 +70,12 @@ void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, f
 void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
                     const struct kern_gemm_ws *ws, kern_stream s);
 
-/* Experimental (gemm_wgmma.cu, not yet called by kern_gemm): the prompt kernel's contract on Hopper wgmma,
- * 128x256 tiles; segments not a multiple of 64 long go to kern_gemm_bf16. Same bits only if the test says so. */
+/* The prompt kernel's contract on Hopper wgmma (gemm_wgmma.cu): 128x256 tiles, 128-byte swizzled stages;
+ * segments not a multiple of 64 long go to kern_gemm_bf16. Same bits (tests/unit/test_cuda_wgmma.c). */
 void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
                      const struct kern_gemm_ws *ws, kern_stream s);
 
-/* The product by the kernel that suits M (decode kernel up to 64 rows); same bits either way. */
+/* The product by the kernel that suits M (decode kernel up to 64 rows, wgmma above); same bits either way. */
 void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
                const struct kern_gemm_ws *ws, kern_stream s);
 

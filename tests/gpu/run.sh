@@ -1,7 +1,7 @@
 #!/bin/sh
 # tests/gpu/run.sh — the GPU checks, run on the GPU machine over a build made with nvcc (make), with the
 # runtime libraries the build machine collected (sh ../shared/tools/device-runtime-libs.sh .devlibs):
-#   sh tests/gpu/run.sh [OUT_DIR]
+#   [G4_TOKENIZER=tokenizer.json[.gz]] sh tests/gpu/run.sh [OUT_DIR]
 # Runs the matrix-product test at the real 12B/31B shapes (decode and prompt kernels bit-identical, close to
 # double precision), the CUDA engine tests (bf16 error against the CPU path, row-exactness) on the tiny
 # fixtures and on the "wide" model it writes (real head dims, K segments, 700 positions), then
@@ -23,9 +23,18 @@ export G4_REQUIRE_GPU=1 # here a missing GPU is a failure, not test_cuda_engine'
 wide=${G4_CUDA_WIDE_MODEL:-/tmp/g4-wide}
 [ -f "$wide/config.json" ] || "$b/g4" make-tiny-model "$wide" --shape wide >/dev/null
 run cuda_kernels "$b/tests/test_cuda_kernels"
+if [ -n "${G4_TOKENIZER:-}" ]; then # the demo model (head dim 16) needs the real tokenizer, json or json.gz
+    demo=/tmp/g4-demo
+    if [ ! -f "$demo/config.json" ]; then
+        tok=$G4_TOKENIZER
+        case $tok in *.gz) gunzip -c "$tok" >/tmp/g4-demo-tokenizer.json; tok=/tmp/g4-demo-tokenizer.json ;; esac
+        "$b/g4" make-tiny-model "$demo" --tokenizer-from "$tok" >/dev/null
+    fi
+    export G4_CUDA_DEMO_MODEL="$demo"
+fi
 export G4_CUDA_WIDE_MODEL="$wide"
 run cuda_engine "$b/tests/test_cuda_engine"
-unset G4_CUDA_WIDE_MODEL
+unset G4_CUDA_WIDE_MODEL G4_CUDA_DEMO_MODEL
 if command -v compute-sanitizer >/dev/null 2>&1; then
     run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$b/tests/test_cuda_engine"
 fi

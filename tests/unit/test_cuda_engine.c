@@ -367,6 +367,31 @@ static void test_wide(void)
     model_free(m);
 }
 
+/* The demo model `make run` serves (g4 make-tiny-model's default shape: head dim 16), named by
+ * G4_CUDA_DEMO_MODEL (tests/gpu/run.sh makes it when it has a tokenizer): `g4 serve` on a GPU machine runs it
+ * on the CUDA engine. */
+static void test_demo(void)
+{
+    const char *dir = getenv("G4_CUDA_DEMO_MODEL");
+    char err[G4_ERR_MAX];
+    struct g4_model *m;
+    int T = 200;
+    int32_t *ids;
+    if (!dir) {
+        printf("  (G4_CUDA_DEMO_MODEL not set: tests/gpu/run.sh makes the demo model when G4_TOKENIZER names one)\n");
+        return;
+    }
+    m = model_load(dir, 0, err);
+    EXPECTF(m, "%s", err);
+    if (!m) return;
+    ids = g4_malloc((size_t)T * sizeof *ids);
+    for (int i = 0; i < T; i++) ids[i] = i ? 10 + (int32_t)((i * 2654435761u) % (uint32_t)(m->cfg.text.vocab - 10)) : 2;
+    check_prompt("demo", m, ids, T, 200, 0.35);
+    check_graphs("demo", m, ids, T);
+    free(ids);
+    model_free(m);
+}
+
 static void test_unified(void)
 {
     check_model("unified");
@@ -390,5 +415,6 @@ int main(void)
     RUN_TEST(test_unified);
     RUN_TEST(test_text31);
     RUN_TEST(test_wide);
+    RUN_TEST(test_demo);
     return test_report();
 }
