@@ -4,7 +4,7 @@
 // It may replace the prompt kernel because a wgmma m64nNk16 step rounds exactly as the mma.sync m16n8k16 step
 // does (tests/unit/test_cuda_wgmma.c, on an H200); kern_gemm runs it for more than 64 rows.
 //
-// Shape: 128x256 CTA tiles, 256 threads = 2 warpgroups of 64 rows each, K in stages of 64 through a
+// Shape: 128x256 (or 128x128) CTA tiles, 256 threads = 2 warpgroups of 64 rows each, K in stages of 64 through a
 // 4-stage cp.async pipeline (every thread copies, no TMA), wgmma.m64n256k16 with both operands read from
 // shared memory through matrix descriptors, K-major, no swizzle, fp32 accumulators in registers.
 //
@@ -17,24 +17,26 @@
 // Limits: each segment's length K / nseg must be a multiple of 64 (the stage); when it is not (K = 48, say),
 // kern_gemm_wgmma calls kern_gemm_bf16 instead, which gives the same bits by the rule.
 //
-// Two shared layouts, proven on an H200 (test_cuda_wgmma, 2026-12-03): variant 0, unswizzled 8x8 core
-// matrices (leading offset = 128 bytes, the next 8 k; stride offset = 1024 bytes, the next 8 rows) — exact, but
-// 110-190 TFLOP/s; variant 1, the 128-byte swizzle (each 128-byte row of a stage's 64 k holds its 16-byte
-// chunks at chunk ^ (row % 8); stride offset 1024 bytes per 8 rows) — the layout wgmma reads at full rate.
-// The first run also showed that wgmma's k16 steps give mma.sync's bits exactly (the rule holds).
+// Variants, each proven exact on an H200 (test_cuda_wgmma, 2026-12-03): 0, unswizzled 8x8 core matrices
+// (leading offset = 128 bytes, the next 8 k; stride offset = 1024 bytes, the next 8 rows) — exact but slow,
+// 110-215 TFLOP/s; 1, the 128-byte swizzle (each 128-byte row of a stage's 64 k holds its 16-byte chunks at
+// chunk ^ (row % 8); stride offset 1024 bytes per 8 rows), 128x256 tiles — 550-610 TFLOP/s on gate|up;
+// 2, the same 128 wide (m64n128k16), for products with fewer outputs (q|k|v, o, down: N < 16384), where 256-wide
+// tiles leave too few CTAs. The first run also showed that wgmma's k16 steps give mma.sync's bits exactly.
 #include "common.cuh"
 #include "kernels.h"
 #include "mma.cuh"
 
 #define WG_BM 128
-#define WG_BN 256
+#define WG_BN 256 // the widest tile (variants 0, 1); variant 2 is 128 wide
 #define WG_BK 64
 #define WG_STAGES 4
 #define WG_THREADS 256
 #define WG_A_BYTES (WG_BM * WG_BK * 2) // 16 KiB per stage
-#define WG_B_BYTES (WG_BN * WG_BK * 2) // 32 KiB per stage
-#define WG_STAGE_BYTES (WG_A_BYTES + WG_B_BYTES)
-#define WG_SMEM (WG_STAGES * WG_STAGE_BYTES + 1024) // + 1024: the base is rounded up to 1024 bytes
+#define WG_B_BYTES(bn) ((bn) * WG_BK * 2) // 32 KiB per stage at 256 wide
+#define WG_STAGE_BYTES(bn) (WG_A_BYTES + WG_B_BYTES(bn))
+#define WG_SMEM(bn) (WG_STAGES * WG_STAGE_BYTES(bn) + 1024) // + 1024: the base is rounded up to 1024 bytes
+#define WG_TILE_N(variant) ((variant) == 2 ? 128 : 256)
 
 // Shared layout of a (rows x 64) bf16 tile, in 8x8 core matrices (8 rows x 16 bytes, 128 contiguous
 // bytes): row r, 16-byte column kc at ((r / 8) * 8 + kc) * 128 + (r % 8) * 16.
@@ -72,6 +74,26 @@ __device__ __forceinline__ void wgmma_m64n256k16(float d[128], uint64_t da, uint
                  : "l"(da), "l"(db), "r"(1));
 }
 
+// The same for a 64x128 tile (this thread's 64 values).
+__device__ __forceinline__ void wgmma_m64n128k16(float d[64], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+                 "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+                 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+                 : WG_F16(0), WG_F16(16), WG_F16(32), WG_F16(48)
+                 : "l"(da), "l"(db), "r"(1));
+}
+
+template <int BN> __device__ __forceinline__ void wgmma_tile(float *d, uint64_t da, uint64_t db)
+{
+    if (BN == 256) wgmma_m64n256k16(d, da, db);
+    else wgmma_m64n128k16(d, da, db);
+}
+
 __device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 template <int N> __device__ __forceinline__ void wgmma_wait()
@@ -80,10 +102,10 @@ template <int N> __device__ __forceinline__ void wgmma_wait()
 }
 
 // Keeps the compiler from moving reads or writes of the accumulators across the asynchronous steps.
-__device__ __forceinline__ void fence_operands(float d[128])
+template <int NV> __device__ __forceinline__ void fence_operands(float *d)
 {
 #pragma unroll
-    for (int i = 0; i < 128; i++) asm volatile("" : "+f"(d[i])::"memory");
+    for (int i = 0; i < NV; i++) asm volatile("" : "+f"(d[i])::"memory");
 }
 
 // One stage: (128 x 64) of x and (256 x 64) of w into the core-matrix layout, zeros past M and N. Piece
@@ -91,6 +113,7 @@ __device__ __forceinline__ void fence_operands(float d[128])
 // stores); this thread's rows are row0 + 32 j at the 16-byte column (threadIdx.x / 8) % 8.
 // Variant 1: piece p = threadIdx.x + 256 j is row p / 8, chunk p % 8 (8 threads read one row's 128 bytes),
 // stored at row * 128 + ((chunk ^ row % 8) * 16).
+template <int BN>
 __device__ __forceinline__ void load_stage_swizzled(unsigned char *st, const uint16_t *X, const uint16_t *W, int M,
                                                     int N, int K, int m0, int n0, int k0)
 {
@@ -102,7 +125,7 @@ __device__ __forceinline__ void load_stage_swizzled(unsigned char *st, const uin
         cp_async16(st + rr * 128 + ((chunk ^ (rr & 7)) * 16), X + (size_t)(ok ? r : 0) * K + (ok ? col : 0), ok);
     }
 #pragma unroll
-    for (int j = 0; j < WG_BN / 32; j++) {
+    for (int j = 0; j < BN / 32; j++) {
         int rr = row0 + 32 * j, r = n0 + rr;
         bool ok = r < N;
         cp_async16(st + WG_A_BYTES + rr * 128 + ((chunk ^ (rr & 7)) * 16), W + (size_t)(ok ? r : 0) * K + (ok ? col : 0),
@@ -154,18 +177,19 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
     const uint32_t lbo = VARIANT == 0 ? CM_K_STEP : 16, sbo = CM_MN_STEP, kstep = VARIANT == 0 ? 2 * CM_K_STEP : 32;
     const uint64_t swz = VARIANT == 0 ? 0 : 1;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2;
-    int m0 = blockIdx.x * WG_BM, n0 = blockIdx.y * WG_BN, seg = blockIdx.z, L = K / nseg;
+    constexpr int BN = WG_TILE_N(VARIANT), NV = BN / 2; // tile width, accumulators per thread
+    int m0 = blockIdx.x * WG_BM, n0 = blockIdx.y * BN, seg = blockIdx.z, L = K / nseg;
     int k_begin = seg * L, KT = L / WG_BK;
-    float acc[128];
+    float acc[NV];
     base += pad;
 #pragma unroll
-    for (int i = 0; i < 128; i++) acc[i] = 0.0f;
+    for (int i = 0; i < NV; i++) acc[i] = 0.0f;
 
 #pragma unroll
     for (int s = 0; s < WG_STAGES - 2; s++) {
         if (s < KT) {
-            if (VARIANT == 0) load_stage(sm + s * WG_STAGE_BYTES, X, W, M, N, K, m0, n0, k_begin + s * WG_BK);
-            else load_stage_swizzled(sm + s * WG_STAGE_BYTES, X, W, M, N, K, m0, n0, k_begin + s * WG_BK);
+            if (VARIANT == 0) load_stage(sm + s * WG_STAGE_BYTES(BN), X, W, M, N, K, m0, n0, k_begin + s * WG_BK);
+            else load_stage_swizzled<BN>(sm + s * WG_STAGE_BYTES(BN), X, W, M, N, K, m0, n0, k_begin + s * WG_BK);
         }
         cp_async_commit();
     }
@@ -177,30 +201,30 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
         {
             int next = kt + WG_STAGES - 2;
             if (next < KT) {
-                unsigned char *dst = sm + (next % WG_STAGES) * WG_STAGE_BYTES;
+                unsigned char *dst = sm + (next % WG_STAGES) * WG_STAGE_BYTES(BN);
                 if (VARIANT == 0) load_stage(dst, X, W, M, N, K, m0, n0, k_begin + next * WG_BK);
-                else load_stage_swizzled(dst, X, W, M, N, K, m0, n0, k_begin + next * WG_BK);
+                else load_stage_swizzled<BN>(dst, X, W, M, N, K, m0, n0, k_begin + next * WG_BK);
             }
             cp_async_commit();
         }
-        uint32_t a = base + st * WG_STAGE_BYTES + wg * (64 / 8) * CM_MN_STEP, b = base + st * WG_STAGE_BYTES + WG_A_BYTES;
-        fence_operands(acc);
+        uint32_t a = base + st * WG_STAGE_BYTES(BN) + wg * (64 / 8) * CM_MN_STEP, b = base + st * WG_STAGE_BYTES(BN) + WG_A_BYTES;
+        fence_operands<NV>(acc);
         wgmma_fence();
 #pragma unroll
         for (int kk = 0; kk < WG_BK / 16; kk++) // k16 chunks in increasing order: 2 core matrices along K each
-            wgmma_m64n256k16(acc, smem_desc(a + kk * kstep, lbo, sbo, swz), smem_desc(b + kk * kstep, lbo, sbo, swz));
+            wgmma_tile<BN>(acc, smem_desc(a + kk * kstep, lbo, sbo, swz), smem_desc(b + kk * kstep, lbo, sbo, swz));
         wgmma_commit();
         wgmma_wait<1>();
-        fence_operands(acc);
+        fence_operands<NV>(acc);
     }
     wgmma_wait<0>();
-    fence_operands(acc);
+    fence_operands<NV>(acc);
     cp_async_wait<0>();
 
     int g = lane >> 2, t = lane & 3, rbase = m0 + wg * 64 + (warp & 3) * 16 + g;
     float *dst_base = nseg == 1 ? Y : partial + (size_t)seg * M * N;
 #pragma unroll
-    for (int j = 0; j < WG_BN / 8; j++)
+    for (int j = 0; j < BN / 8; j++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             int r = rbase + 8 * h, c = n0 + 8 * j + 2 * t;
@@ -228,8 +252,8 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
     __syncthreads();
     if (!last) return;
     __threadfence();
-    for (int i = threadIdx.x; i < WG_BM * WG_BN; i += blockDim.x) {
-        int r = m0 + i / WG_BN, c = n0 + i % WG_BN;
+    for (int i = threadIdx.x; i < WG_BM * BN; i += blockDim.x) {
+        int r = m0 + i / BN, c = n0 + i % BN;
         if (r >= M || c >= N) continue;
         float total = 0.0f;
         for (int q = 0; q < nseg; q++) total += __ldcg(&partial[((size_t)q * M + r) * N + c]);
@@ -243,11 +267,12 @@ static void wgmma_launch(const uint16_t *x, const uint16_t *w, const float *bias
 {
     static bool configured = false;
     if (!configured) {
-        KERN_CHECK(cudaFuncSetAttribute(gemm_wgmma_kernel<VARIANT>, cudaFuncAttributeMaxDynamicSharedMemorySize, WG_SMEM));
+        KERN_CHECK(cudaFuncSetAttribute(gemm_wgmma_kernel<VARIANT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        WG_SMEM(WG_TILE_N(VARIANT))));
         configured = true;
     }
-    dim3 grid((M + WG_BM - 1) / WG_BM, (N + WG_BN - 1) / WG_BN, nseg);
-    kern_launch(gemm_wgmma_kernel<VARIANT>, dim3(grid), dim3(WG_THREADS), WG_SMEM, s, x, w, bias, y, M, N, K, nseg,
+    dim3 grid((M + WG_BM - 1) / WG_BM, (N + WG_TILE_N(VARIANT) - 1) / WG_TILE_N(VARIANT), nseg);
+    kern_launch(gemm_wgmma_kernel<VARIANT>, dim3(grid), dim3(WG_THREADS), WG_SMEM(WG_TILE_N(VARIANT)), s, x, w, bias, y, M, N, K, nseg,
                                                                 nseg > 1 ? ws->partial : NULL,
                                                                 nseg > 1 ? ws->counters : NULL);
     KERN_LAUNCHED();
@@ -258,8 +283,8 @@ extern "C" void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const ui
                                         int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
     int nseg = kern_gemm_segments(N, K);
-    if (K % 16 != 0 || (variant != 0 && variant != 1) || (nseg > 1 && (!ws || !ws->partial || !ws->counters))) {
-        fprintf(stderr, "g4: fatal: kern_gemm_wgmma: K = %d (multiple of 16), variant %d (0 or 1), %d segments%s\n", K,
+    if (K % 16 != 0 || variant < 0 || variant > 2 || (nseg > 1 && (!ws || !ws->partial || !ws->counters))) {
+        fprintf(stderr, "g4: fatal: kern_gemm_wgmma: K = %d (multiple of 16), variant %d (0, 1 or 2), %d segments%s\n", K,
                 variant, nseg, nseg > 1 && (!ws || !ws->partial) ? " without scratch" : "");
         abort();
     }
@@ -268,16 +293,17 @@ extern "C" void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const ui
         kern_gemm_bf16(x, w, bias, y, M, N, K, ws, s);
         return;
     }
-    if ((N + WG_BN - 1) / WG_BN > 65535) {
+    if ((N + 127) / 128 > 65535) {
         fprintf(stderr, "g4: fatal: kern_gemm_wgmma: N = %d over the grid limit\n", N);
         abort();
     }
     if (variant == 0) wgmma_launch<0>(x, w, bias, y, M, N, K, nseg, ws, s);
-    else wgmma_launch<1>(x, w, bias, y, M, N, K, nseg, ws, s);
+    else if (variant == 1) wgmma_launch<1>(x, w, bias, y, M, N, K, nseg, ws, s);
+    else wgmma_launch<2>(x, w, bias, y, M, N, K, nseg, ws, s);
 }
 
 extern "C" void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
                                 const struct kern_gemm_ws *ws, kern_stream s)
 {
-    kern_gemm_wgmma_variant(1, x, w, bias, y, M, N, K, ws, s);
+    kern_gemm_wgmma_variant(N >= 16384 ? 1 : 2, x, w, bias, y, M, N, K, ws, s);
 }
