@@ -9,7 +9,7 @@
 // mma). kern_attention_merge then combines the NP partials in partial order. The cut, the visiting order and
 // the merge order depend only on positions, never on which other rows share the launch.
 //
-// Work: a block of 8 warps takes one tile (consecutive rows of one item), one kv head and one partial. Its
+// Work: a block of 8 warps (4 in decode passes, so two blocks share an SM) takes one tile (consecutive rows of one item), one kv head and one partial. Its
 // "slots" are (row, query head of the group) pairs, 16 per warp group; for head dims over 128 the warps of a
 // group (2 for 256, 4 for 512) each compute the group's scores and take 128 of the output dimensions. The
 // next block's keys load while this block's weights and products run, its values while its scores run. A block visits the union of its rows' visible key blocks; a block that a
@@ -23,12 +23,14 @@
 
 #define KB KERN_ATTN_KEY_BLOCK
 #define NP KERN_ATTN_PARTIALS
-#define AW 8 // warps per block
+#define AW_PROMPT 8 // warps per block in prompt passes
+#define AW_DECODE 4 // in decode passes: a decode row fills few slots, and two smaller CTAs per SM keep two key
+                    // blocks in flight where one 8-warp CTA kept one
 
-template <int D> struct attn_shape {
+template <int D, int W> struct attn_shape {
     static constexpr int DP = D > 128 ? 128 : D;   // output dimensions per warp
     static constexpr int PARTS = D / DP;           // warps sharing 16 slots (each computes their scores)
-    static constexpr int NSLOT = 16 * (AW / PARTS); // slots per block
+    static constexpr int NSLOT = 16 * (W / PARTS); // slots per block
     static constexpr int LDS = D + 8;              // padded shared row (halves)
 };
 
@@ -50,7 +52,7 @@ __device__ __forceinline__ void row_range(const struct kern_row &m, int is_full,
 
 // Keys (or values) of block b into rows[KB][LDS]; positions outside [lo, hi] are zeros (masked later).
 template <int D>
-__device__ __forceinline__ void load_block(uint16_t (*rows)[attn_shape<D>::LDS], const uint16_t *fresh,
+__device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16_t *fresh,
                                            const uint16_t *cache, const struct kern_row &m0, int b, int lo, int hi,
                                            int kvh, int cap, int kvd)
 {
@@ -63,8 +65,8 @@ __device__ __forceinline__ void load_block(uint16_t (*rows)[attn_shape<D>::LDS],
     }
 }
 
-template <int D>
-__global__ void __launch_bounds__(32 * AW, 1) attention_kernel(
+template <int D, int W>
+__global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_new, const uint16_t *__restrict__ v_new,
     const uint16_t *__restrict__ cache_k, const uint16_t *__restrict__ cache_v, const struct kern_row *__restrict__ meta,
     const struct kern_tile *__restrict__ tiles, const int *__restrict__ n_tiles, int n_heads, int n_kv, int cap,
@@ -72,7 +74,7 @@ __global__ void __launch_bounds__(32 * AW, 1) attention_kernel(
 {
     kern_dep_launch();
     kern_dep_wait();
-    typedef attn_shape<D> S;
+    typedef attn_shape<D, W> S;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     uint16_t(*qs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw);
     uint16_t(*ks)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * S::NSLOT * S::LDS);
@@ -267,29 +269,29 @@ __global__ void attention_merge_kernel(const float *__restrict__ part_acc, const
     }
 }
 
-template <int D>
+template <int D, int W>
 static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
                    int mask_all, float *part_acc, float *part_ml, kern_stream s)
 {
-    typedef attn_shape<D> S;
+    typedef attn_shape<D, W> S;
     static bool configured = false;
     int smem = (int)(sizeof(uint16_t) * (S::NSLOT + 2 * KB) * S::LDS);
     if (!configured) {
-        KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         configured = true;
     }
     dim3 grid(max_tiles, n_kv, NP);
-    kern_launch(attention_kernel<D>, grid, dim3(32 * AW), smem, s, q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, n_heads,
+    kern_launch(attention_kernel<D, W>, grid, dim3(32 * W), smem, s, q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, n_heads,
                                                     n_kv, cap, is_full, window, mask_all, part_acc, part_ml);
     KERN_LAUNCHED();
 }
 
-extern "C" int kern_attention_tile_rows(int D, int group)
+extern "C" int kern_attention_tile_rows(int D, int group, int decode)
 {
     if (D != 16 && D != 32 && D != 64 && D != 128 && D != 256 && D != 512) return 0;
-    int nslot = 16 * (AW / (D > 128 ? D / 128 : 1));
+    int nslot = 16 * ((decode ? AW_DECODE : AW_PROMPT) / (D > 128 ? D / 128 : 1));
     return group <= nslot ? nslot / group : 0;
 }
 
@@ -297,17 +299,21 @@ extern "C" void kern_attention(const uint16_t *q, const uint16_t *k_new, const u
                                const uint16_t *cache_k, const uint16_t *cache_v, const struct kern_row *rows_meta,
                                const struct kern_tile *tiles, const int *n_tiles, int max_tiles, int rows,
                                int n_heads, int n_kv, int D, int cap, int is_full, int window, int mask_all,
-                               float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
+                               int decode, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
 {
     if (rows == 0 || max_tiles == 0) return;
-    if (n_heads % n_kv || kern_attention_tile_rows(D, n_heads / n_kv) == 0) {
+    if (n_heads % n_kv || kern_attention_tile_rows(D, n_heads / n_kv, decode) == 0) {
         fprintf(stderr, "g4: fatal: kern_attention: %d query heads over %d kv heads at head dim %d\n", n_heads, n_kv, D);
         abort();
     }
 #define CASE(d)                                                                                                    \
     case d:                                                                                                        \
-        launch<d>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, n_kv, cap,     \
-                  is_full, window, mask_all, part_acc, part_ml, s);                                                \
+        if (decode)                                                                                                \
+            launch<d, AW_DECODE>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, \
+                                 n_kv, cap, is_full, window, mask_all, part_acc, part_ml, s);                      \
+        else                                                                                                       \
+            launch<d, AW_PROMPT>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, \
+                                 n_kv, cap, is_full, window, mask_all, part_acc, part_ml, s);                      \
         break
     switch (D) {
         CASE(16);

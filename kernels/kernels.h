@@ -110,23 +110,25 @@ void kern_qkv_prep(const float *qkv, int ld, int k_off, int v_off, const float *
 #define KERN_ATTN_KEY_BLOCK 64 /* key positions per block, cut at absolute positions */
 #define KERN_ATTN_PARTIALS 16  /* partial states per (row, head): key block b goes to partial b mod 16 */
 
-/* A tile: consecutive rows [row0, row0 + nrows) of one item, at most kern_attention_tile_rows(D, group). */
+/* A tile: consecutive rows [row0, row0 + nrows) of one item, at most kern_attention_tile_rows(D, group, decode). */
 struct kern_tile {
     int row0, nrows;
 };
 
-/* Rows of one tile for head dim D and `group` query heads per kv head; 0 when unsupported. */
-int kern_attention_tile_rows(int D, int group);
+/* Rows of one tile for head dim D and `group` query heads per kv head, in blocks of 8 warps or, with `decode`
+ * (passes of few rows), of 4; 0 when unsupported. A tile's size never changes a row's results. */
+int kern_attention_tile_rows(int D, int group, int decode);
 
 /* Attention of every row over its stream's keys: keys at positions >= the item's first position come from
  * the step's k_new/v_new (rows, KV*D) bf16, older ones from the layer's cache (streams, cap, KV*D) bf16 at
- * slot pos % cap. q (rows, Q*D) bf16. tiles: *n_tiles (device) of at most max_tiles. is_full/window/mask_all
- * select the mask (engine.h). part_acc (rows, Q, KERN_ATTN_PARTIALS, D) and part_ml (rows, Q,
+ * slot pos % cap. q (rows, Q*D) bf16. tiles: *n_tiles (device) of at most max_tiles, cut for `decode` or not
+ * (kern_attention_tile_rows). is_full/window/mask_all select the mask (engine.h). part_acc (rows, Q, KERN_ATTN_PARTIALS, D) and part_ml (rows, Q,
  * KERN_ATTN_PARTIALS, 2) fp32 are scratch. out (rows, Q*D) bf16. */
 void kern_attention(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                     const uint16_t *cache_v, const struct kern_row *rows_meta, const struct kern_tile *tiles,
                     const int *n_tiles, int max_tiles, int rows, int n_heads, int n_kv, int D, int cap, int is_full,
-                    int window, int mask_all, float *part_acc, float *part_ml, uint16_t *out, kern_stream s);
+                    int window, int mask_all, int decode, float *part_acc, float *part_ml, uint16_t *out,
+                    kern_stream s);
 
 /* Copies each row's new k/v (rows, KV*D) bf16 into its stream's cache slot pos % cap, for rows whose
  * position is within the last cap positions of their item. */

@@ -64,17 +64,17 @@ float *cuda_upload_f32(struct cuda_engine *e, float *host, size_t count)
     return d;
 }
 
-/* The attention tile list layer l uses: one per distinct rows-per-tile value (kern_attention_tile_rows). */
+/* The attention tile list layer l uses: one per distinct (head dim, query heads per kv head). */
 static int tile_set_for(struct cuda_engine *e, const struct cfg_layer *cl, char *err)
 {
-    int rows = kern_attention_tile_rows(cl->head_dim, cl->n_heads / cl->n_kv_heads);
-    if (rows == 0)
-        return g4_errf(err, "cuda engine: %d query heads per kv head at head dim %d are not supported",
-                       cl->n_heads / cl->n_kv_heads, cl->head_dim);
+    int D = cl->head_dim, G = cl->n_heads / cl->n_kv_heads;
+    if (kern_attention_tile_rows(D, G, 0) == 0 || kern_attention_tile_rows(D, G, 1) == 0)
+        return g4_errf(err, "cuda engine: %d query heads per kv head at head dim %d are not supported", G, D);
     for (int i = 0; i < e->n_tile_sets; i++)
-        if (e->tile_rows[i] == rows) return i;
+        if (e->tile_d[i] == D && e->tile_group[i] == G) return i;
     G4_CHECK(e->n_tile_sets < CUDA_TILE_SETS, "more than %d attention tile shapes", CUDA_TILE_SETS);
-    e->tile_rows[e->n_tile_sets] = rows;
+    e->tile_d[e->n_tile_sets] = D;
+    e->tile_group[e->n_tile_sets] = G;
     return e->n_tile_sets++;
 }
 

@@ -44,7 +44,7 @@ struct cuda_layer {
     float scalar;                                         /* layer_scalar (host) */
     float *inv_freq;                                      /* (D/2) device */
     int cap;                                              /* cache rows per stream */
-    int tile_set;                                         /* which attention tile list (tile_rows[]) */
+    int tile_set;                                         /* which attention tile list (tile_d[], ...) */
     uint16_t *cache_k, *cache_v;                          /* (max_streams, cap, K*D) device bf16 */
 };
 
@@ -100,7 +100,9 @@ struct cuda_engine {
     struct kern_gemm_ws gemm_ws;
     int image_rows_cap;         /* rows image_rows can hold */
     int max_qd, max_kvd, max_qkv, max_i, max_heads;
-    int tile_rows[CUDA_TILE_SETS], n_tile_sets; /* rows per attention tile of each list */
+    int tile_d[CUDA_TILE_SETS], tile_group[CUDA_TILE_SETS], n_tile_sets; /* head dim, group of each list */
+    int tile_rows[CUDA_TILE_SETS]; /* rows per attention tile of each list in this pass */
+    int decode_pass;               /* this pass has few rows (≤ CUDA_GRAPH_MAX_ROWS): decode attention tiles */
     /* the draws (cuda_sample.c): per logits row what to select, the selected candidates, and for rows
      * drawn on the host (top_k off or over KERN_TOPK_MAX) their whole logits */
     struct kern_select_row *select, *h_select;

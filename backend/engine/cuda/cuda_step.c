@@ -43,7 +43,9 @@ static int stage_rows(struct cuda_engine *e, const struct engine_item *items, in
         R += it->n;
     }
     G4_CHECK(R <= e->max_rows && img <= e->image_rows_cap, "pass of %d rows over %d", R, e->max_rows);
+    e->decode_pass = R <= CUDA_GRAPH_MAX_ROWS; /* a function of R: a graph of R rows replays the same tiles */
     for (int t = 0; t < e->n_tile_sets; t++) {
+        e->tile_rows[t] = kern_attention_tile_rows(e->tile_d[t], e->tile_group[t], e->decode_pass);
         struct kern_tile *tiles = e->h_tiles + (size_t)t * e->max_rows;
         int n = 0, base = 0;
         for (int i = 0; i < n_items; i++) {
@@ -99,7 +101,7 @@ static void layer_forward(struct cuda_engine *e, const struct cuda_layer *l, int
     cuda_prof_mark(e, PROF_QKV_PREP);
     kern_attention(e->q16, e->k_new, e->v_new, l->cache_k, l->cache_v, e->meta, e->tiles + (size_t)ts * e->max_rows,
                    e->n_tiles + ts, graphed ? R : e->h_n_tiles[ts], R, c->n_heads, c->n_kv_heads, c->head_dim, l->cap, c->is_full,
-                   c->window, mask_all, e->part_acc, e->part_ml, e->o, s);
+                   c->window, mask_all, e->decode_pass, e->part_acc, e->part_ml, e->o, s);
     cuda_prof_mark(e, PROF_ATTN);
     kern_kv_store(e->k_new, e->v_new, e->meta, R, c->kv_dim, l->cap, l->cache_k, l->cache_v, s);
     cuda_prof_mark(e, PROF_KV_STORE);
