@@ -30,13 +30,14 @@
 #define WG_BM 128
 #define WG_BN 256 // the widest tile (variants 0, 1); variant 2 is 128 wide
 #define WG_BK 64
-#define WG_STAGES 4
 #define WG_THREADS 256
 #define WG_A_BYTES (WG_BM * WG_BK * 2) // 16 KiB per stage
 #define WG_B_BYTES(bn) ((bn) * WG_BK * 2) // 32 KiB per stage at 256 wide
 #define WG_STAGE_BYTES(bn) (WG_A_BYTES + WG_B_BYTES(bn))
-#define WG_SMEM(bn) (WG_STAGES * WG_STAGE_BYTES(bn) + 1024) // + 1024: the base is rounded up to 1024 bytes
-#define WG_TILE_N(variant) ((variant) == 2 ? 128 : 256)
+#define WG_TILE_N(variant) ((variant) >= 2 ? 128 : 256)
+#define WG_STAGES(variant) ((variant) == 3 ? 6 : 4)
+// + 1024: the base is rounded up to 1024 bytes
+#define WG_SMEM(variant) (WG_STAGES(variant) * WG_STAGE_BYTES(WG_TILE_N(variant)) + 1024)
 
 // Shared layout of a (rows x 64) bf16 tile, in 8x8 core matrices (8 rows x 16 bytes, 128 contiguous
 // bytes): row r, 16-byte column kc at ((r / 8) * 8 + kc) * 128 + (r % 8) * 16.
@@ -177,16 +178,19 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
     const uint32_t lbo = VARIANT == 0 ? CM_K_STEP : 16, sbo = CM_MN_STEP, kstep = VARIANT == 0 ? 2 * CM_K_STEP : 32;
     const uint64_t swz = VARIANT == 0 ? 0 : 1;
     int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, wg = warp >> 2;
-    constexpr int BN = WG_TILE_N(VARIANT), NV = BN / 2; // tile width, accumulators per thread
-    int m0 = blockIdx.x * WG_BM, n0 = blockIdx.y * BN, seg = blockIdx.z, L = K / nseg;
-    int k_begin = seg * L, KT = L / WG_BK;
-    float acc[NV];
+    constexpr int BN = WG_TILE_N(VARIANT), NV = BN / 2, STAGES = WG_STAGES(VARIANT); // accumulators per thread
+    constexpr bool SEQ = VARIANT == 3; // this CTA runs every segment of its tile, one after another
+    int m0 = blockIdx.x * WG_BM, n0 = blockIdx.y * BN, seg = SEQ ? 0 : blockIdx.z, L = K / nseg;
+    int k_begin = seg * L, KT = (SEQ ? K : L) / WG_BK, seg_stages = L / WG_BK;
+    float acc[NV], total[SEQ ? NV : 1]; // total: the segments so far, added in order to 0.0f
     base += pad;
 #pragma unroll
     for (int i = 0; i < NV; i++) acc[i] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < (SEQ ? NV : 1); i++) total[i] = 0.0f;
 
 #pragma unroll
-    for (int s = 0; s < WG_STAGES - 2; s++) {
+    for (int s = 0; s < STAGES - 2; s++) {
         if (s < KT) {
             if (VARIANT == 0) load_stage(sm + s * WG_STAGE_BYTES(BN), X, W, M, N, K, m0, n0, k_begin + s * WG_BK);
             else load_stage_swizzled<BN>(sm + s * WG_STAGE_BYTES(BN), X, W, M, N, K, m0, n0, k_begin + s * WG_BK);
@@ -194,14 +198,14 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
         cp_async_commit();
     }
     for (int kt = 0; kt < KT; kt++) {
-        int st = kt % WG_STAGES;
-        cp_async_wait<WG_STAGES - 3>(); // committed: stages 0 .. kt + 1; stage kt has landed
+        int st = kt % STAGES;
+        cp_async_wait<STAGES - 3>(); // committed: stages 0 .. kt + 1; stage kt has landed
         asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
         __syncthreads();
         {
-            int next = kt + WG_STAGES - 2;
+            int next = kt + STAGES - 2;
             if (next < KT) {
-                unsigned char *dst = sm + (next % WG_STAGES) * WG_STAGE_BYTES(BN);
+                unsigned char *dst = sm + (next % STAGES) * WG_STAGE_BYTES(BN);
                 if (VARIANT == 0) load_stage(dst, X, W, M, N, K, m0, n0, k_begin + next * WG_BK);
                 else load_stage_swizzled<BN>(dst, X, W, M, N, K, m0, n0, k_begin + next * WG_BK);
             }
@@ -214,7 +218,12 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
         for (int kk = 0; kk < WG_BK / 16; kk++) // k16 chunks in increasing order: 2 core matrices along K each
             wgmma_tile<BN>(acc, smem_desc(a + kk * kstep, lbo, sbo, swz), smem_desc(b + kk * kstep, lbo, sbo, swz));
         wgmma_commit();
-        wgmma_wait<1>();
+        if (SEQ && (kt + 1) % seg_stages == 0) { // a segment ends: its chain is whole, add it, start the next
+            wgmma_wait<0>();
+            fence_operands<NV>(acc);
+#pragma unroll
+            for (int i = 0; i < NV; i++) total[SEQ ? i : 0] += acc[i], acc[i] = 0.0f;
+        } else wgmma_wait<1>();
         fence_operands<NV>(acc);
     }
     wgmma_wait<0>();
@@ -222,7 +231,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
     cp_async_wait<0>();
 
     int g = lane >> 2, t = lane & 3, rbase = m0 + wg * 64 + (warp & 3) * 16 + g;
-    float *dst_base = nseg == 1 ? Y : partial + (size_t)seg * M * N;
+    float *dst_base = SEQ || nseg == 1 ? Y : partial + (size_t)seg * M * N;
 #pragma unroll
     for (int j = 0; j < BN / 8; j++)
 #pragma unroll
@@ -231,9 +240,11 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
             if (r >= M) continue;
             float v[2];
 #pragma unroll
-            for (int e = 0; e < 2; e++)
-                v[e] = nseg == 1 ? (0.0f + acc[4 * j + 2 * h + e]) + (bias && c + e < N ? bias[c + e] : 0.0f)
-                                 : acc[4 * j + 2 * h + e];
+            for (int e = 0; e < 2; e++) {
+                float b = bias && c + e < N ? bias[c + e] : 0.0f;
+                v[e] = SEQ ? total[SEQ ? 4 * j + 2 * h + e : 0] + b
+                           : nseg == 1 ? (0.0f + acc[4 * j + 2 * h + e]) + b : acc[4 * j + 2 * h + e];
+            }
             float *dst = dst_base + (size_t)r * N + c;
             if (c + 1 < N && (N % 2) == 0) *(float2 *)dst = make_float2(v[0], v[1]);
             else
@@ -241,7 +252,7 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
                 for (int e = 0; e < 2; e++)
                     if (c + e < N) dst[e] = v[e];
         }
-    if (nseg == 1) return;
+    if (SEQ || nseg == 1) return;
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -268,13 +279,13 @@ static void wgmma_launch(const uint16_t *x, const uint16_t *w, const float *bias
     static bool configured = false;
     if (!configured) {
         KERN_CHECK(cudaFuncSetAttribute(gemm_wgmma_kernel<VARIANT>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        WG_SMEM(WG_TILE_N(VARIANT))));
+                                        WG_SMEM(VARIANT)));
         configured = true;
     }
-    dim3 grid((M + WG_BM - 1) / WG_BM, (N + WG_TILE_N(VARIANT) - 1) / WG_TILE_N(VARIANT), nseg);
-    kern_launch(gemm_wgmma_kernel<VARIANT>, dim3(grid), dim3(WG_THREADS), WG_SMEM(WG_TILE_N(VARIANT)), s, x, w, bias, y, M, N, K, nseg,
-                                                                nseg > 1 ? ws->partial : NULL,
-                                                                nseg > 1 ? ws->counters : NULL);
+    bool seq = VARIANT == 3, scratch = nseg > 1 && !seq;
+    dim3 grid((M + WG_BM - 1) / WG_BM, (N + WG_TILE_N(VARIANT) - 1) / WG_TILE_N(VARIANT), seq ? 1 : nseg);
+    kern_launch(gemm_wgmma_kernel<VARIANT>, grid, dim3(WG_THREADS), WG_SMEM(VARIANT), s, x, w, bias, y, M, N, K, nseg,
+                scratch ? ws->partial : NULL, scratch ? ws->counters : NULL);
     KERN_LAUNCHED();
 }
 
@@ -283,8 +294,8 @@ extern "C" void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const ui
                                         int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
     int nseg = kern_gemm_segments(N, K);
-    if (K % 16 != 0 || variant < 0 || variant > 2 || (nseg > 1 && (!ws || !ws->partial || !ws->counters))) {
-        fprintf(stderr, "g4: fatal: kern_gemm_wgmma: K = %d (multiple of 16), variant %d (0, 1 or 2), %d segments%s\n", K,
+    if (K % 16 != 0 || variant < 0 || variant > 3 || (nseg > 1 && (!ws || !ws->partial || !ws->counters))) {
+        fprintf(stderr, "g4: fatal: kern_gemm_wgmma: K = %d (multiple of 16), variant %d (0 .. 3), %d segments%s\n", K,
                 variant, nseg, nseg > 1 && (!ws || !ws->partial) ? " without scratch" : "");
         abort();
     }
@@ -299,11 +310,17 @@ extern "C" void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const ui
     }
     if (variant == 0) wgmma_launch<0>(x, w, bias, y, M, N, K, nseg, ws, s);
     else if (variant == 1) wgmma_launch<1>(x, w, bias, y, M, N, K, nseg, ws, s);
-    else wgmma_launch<2>(x, w, bias, y, M, N, K, nseg, ws, s);
+    else if (variant == 2) wgmma_launch<2>(x, w, bias, y, M, N, K, nseg, ws, s);
+    else wgmma_launch<3>(x, w, bias, y, M, N, K, nseg, ws, s);
 }
 
 extern "C" void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
                                 const struct kern_gemm_ws *ws, kern_stream s)
 {
-    kern_gemm_wgmma_variant(N >= 16384 ? 1 : 2, x, w, bias, y, M, N, K, ws, s);
+    static int forced = -2; // G4_CUDA_WGMMA=0..3 forces one variant (to compare them in one run); else by N
+    if (forced == -2) {
+        const char *v = getenv("G4_CUDA_WGMMA");
+        forced = v && v[0] >= '0' && v[0] <= '3' && !v[1] ? v[0] - '0' : -1;
+    }
+    kern_gemm_wgmma_variant(forced >= 0 ? forced : N >= 16384 ? 1 : 2, x, w, bias, y, M, N, K, ws, s);
 }
