@@ -21,46 +21,14 @@
 
 #include "engine/sampler_core.h"
 #include "kernels.h"
+#include "test_cuda.h"
 #include "util/util.h"
 
 #define MAX_M 300
 
-struct shape {
-    const char *what;
-    int N, K;
-};
-
-static const struct shape SHAPES[] = {
-    {"12B q|k|v sliding", 8192, 3840}, {"12B q|k|v full", 8704, 3840}, {"12B o sliding", 3840, 4096},
-    {"12B o full", 3840, 8192},        {"12B gate|up", 30720, 3840},   {"12B down", 3840, 15360},
-    {"31B o sliding", 5376, 8192},     {"31B down", 5376, 21504},      {"odd", 100, 48},
-};
-
-static uint64_t rng_state = 88172645463325252ull;
-
-static double uniform(void) /* [-1, 1) */
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-}
-
-/* 1 with a usable GPU; else why not, in why. */
-static int gpu_present(char *why, size_t len)
-{
-    int n = 0;
-    cudaError_t rc = cudaGetDeviceCount(&n);
-    if (rc != cudaSuccess || n == 0) {
-        snprintf(why, len, "%s", rc != cudaSuccess ? cudaGetErrorString(rc) : "no CUDA device");
-        return 0;
-    }
-    return 1;
-}
-
 #define CK(call) EXPECTF((call) == cudaSuccess, "%s", #call)
 
-static void check_shape(const struct shape *sh)
+static void check_shape(const struct gemm_shape *sh)
 {
     int N = sh->N, K = sh->K, nseg = kern_gemm_segments(N, K);
     size_t nx = (size_t)MAX_M * K, nw = (size_t)N * K, ny = (size_t)MAX_M * N;
@@ -71,9 +39,9 @@ static void check_shape(const struct shape *sh)
     static const int Ms[] = {1, 5, 16, 17, 33, 64};
     int exact = 1;
     double worst = 0;
-    for (size_t i = 0; i < nx; i++) hx[i] = f32_to_bf16((float)uniform());
-    for (size_t i = 0; i < nw; i++) hw[i] = f32_to_bf16((float)(uniform() * 0.05));
-    for (int i = 0; i < N; i++) hbias[i] = (float)uniform();
+    for (size_t i = 0; i < nx; i++) hx[i] = f32_to_bf16((float)test_uniform());
+    for (size_t i = 0; i < nw; i++) hw[i] = f32_to_bf16((float)(test_uniform() * 0.05));
+    for (int i = 0; i < N; i++) hbias[i] = (float)test_uniform();
     CK(cudaMalloc((void **)&dx, nx * 2));
     CK(cudaMalloc((void **)&dw, nw * 2));
     CK(cudaMalloc((void **)&dbias, (size_t)N * 4));
@@ -135,7 +103,7 @@ static void check_shape(const struct shape *sh)
 
 static void test_shapes(void)
 {
-    for (size_t i = 0; i < sizeof SHAPES / sizeof *SHAPES; i++) check_shape(&SHAPES[i]);
+    for (size_t i = 0; i < N_GEMM_SHAPES; i++) check_shape(&GEMM_SHAPES[i]);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -148,7 +116,7 @@ static int cmp_u64(const void *a, const void *b)
 static void fill_row(float *row, int V, int kind)
 {
     for (int i = 0; i < V; i++) {
-        double u = uniform();
+        double u = test_uniform();
         float x = (float)(u * 8.0);
         if (kind == 1) x = (float)(floor(u * 16.0) / 4.0);
         if (kind == 2 && i % 7 == 3) x = -INFINITY;
@@ -248,7 +216,7 @@ int main(void)
 {
     char why[256];
     RUN_TEST(test_segment_rule);
-    if (!gpu_present(why, sizeof why)) return test_skip_no_gpu("test_cuda_kernels: no usable GPU here (%s)", why);
+    if (!test_gpu_present(why, sizeof why)) return test_skip_no_gpu("test_cuda_kernels: no usable GPU here (%s)", why);
     RUN_TEST(test_topk);
     RUN_TEST(test_shapes);
     return test_report();

@@ -21,6 +21,7 @@
 #include <cuda_runtime.h>
 
 #include "kernels.h"
+#include "test_cuda.h"
 #include "util/util.h"
 
 /* gemm_wgmma.cu's launcher of one variant (0: unswizzled core matrices, 1: the 128-byte swizzle, 2: the same
@@ -31,46 +32,14 @@ void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const uint16_t *w, 
 #define MAX_M 1000
 #define VARIANTS 4
 
-struct shape {
-    const char *what;
-    int N, K;
-};
-
-static const struct shape SHAPES[] = {
-    {"12B q|k|v sliding", 8192, 3840}, {"12B q|k|v full", 8704, 3840}, {"12B o sliding", 3840, 4096},
-    {"12B o full", 3840, 8192},        {"12B gate|up", 30720, 3840},   {"12B down", 3840, 15360},
-    {"31B o sliding", 5376, 8192},     {"31B down", 5376, 21504},      {"odd", 100, 48},
-};
-static const int MS[] = {1, 7, 64, 65, 130, 300, 1000};   /* 7 and 130 run without a bias */
-static const int DOUBLE_ROWS[] = {0, 45, 333, 999};      /* of the 1000-row product: both warpgroups, 4 tiles */
+static const int MS[] = {1, 7, 64, 65, 130, 300, 1000}; /* 7 and 130 run without a bias */
+static const int DOUBLE_ROWS[] = {0, 45, 333, 999};    /* of the 1000-row product: both warpgroups, 4 tiles */
 #define N_DOUBLE_ROWS ((int)(sizeof DOUBLE_ROWS / sizeof *DOUBLE_ROWS))
 
 static int variant_exact[VARIANTS] = {1, 1, 1, 1}; /* every wgmma shape bit-identical and close to double */
 
 static const char *const VARIANT_NAMES[VARIANTS] = {"unswizzled", "128-byte swizzle", "swizzled, 128 wide",
                                                      "128 wide, segments in one CTA"};
-
-static uint64_t rng_state = 88172645463325252ull;
-
-static double uniform(void) /* [-1, 1) */
-{
-    rng_state ^= rng_state << 13;
-    rng_state ^= rng_state >> 7;
-    rng_state ^= rng_state << 17;
-    return (double)(rng_state >> 11) * (2.0 / 9007199254740992.0) - 1.0;
-}
-
-/* 1 with a usable GPU; else why not, in why. */
-static int gpu_present(char *why, size_t len)
-{
-    int n = 0;
-    cudaError_t rc = cudaGetDeviceCount(&n);
-    if (rc != cudaSuccess || n == 0) {
-        snprintf(why, len, "%s", rc != cudaSuccess ? cudaGetErrorString(rc) : "no CUDA device");
-        return 0;
-    }
-    return 1;
-}
 
 #define CK(call) EXPECTF((call) == cudaSuccess, "%s: %s", #call, cudaGetErrorString(cudaGetLastError()))
 
@@ -88,7 +57,7 @@ static long count_diff(const float *a, const float *b, size_t n, double *max_abs
 }
 
 /* One shape: the reference kernels and both variants at every M; one line per variant. */
-static void check_shape(const struct shape *sh)
+static void check_shape(const struct gemm_shape *sh)
 {
     int N = sh->N, K = sh->K, nseg = kern_gemm_segments(N, K), fallback = (K / nseg) % 64 != 0;
     int nctr = kern_gemm_ws_counters(MAX_M, N), n_m = (int)(sizeof MS / sizeof *MS);
@@ -100,9 +69,9 @@ static void check_shape(const struct shape *sh)
     double *dbl = malloc((size_t)N_DOUBLE_ROWS * N * sizeof(double));
     int *hctr = malloc((size_t)nctr * 4);
     struct kern_gemm_ws ws = {0};
-    for (size_t i = 0; i < nx; i++) hx[i] = f32_to_bf16((float)uniform());
-    for (size_t i = 0; i < nw; i++) hw[i] = f32_to_bf16((float)(uniform() * 0.05));
-    for (int i = 0; i < N; i++) hbias[i] = (float)uniform();
+    for (size_t i = 0; i < nx; i++) hx[i] = f32_to_bf16((float)test_uniform());
+    for (size_t i = 0; i < nw; i++) hw[i] = f32_to_bf16((float)(test_uniform() * 0.05));
+    for (int i = 0; i < N; i++) hbias[i] = (float)test_uniform();
     for (int q = 0; q < N_DOUBLE_ROWS; q++)
         for (int n = 0; n < N; n++) {
             const uint16_t *xr = hx + (size_t)DOUBLE_ROWS[q] * K, *wr = hw + (size_t)n * K;
@@ -193,7 +162,7 @@ static void check_shape(const struct shape *sh)
 
 static void test_bits(void)
 {
-    for (size_t i = 0; i < sizeof SHAPES / sizeof *SHAPES; i++) check_shape(&SHAPES[i]);
+    for (size_t i = 0; i < N_GEMM_SHAPES; i++) check_shape(&GEMM_SHAPES[i]);
     for (int v = 0; v < VARIANTS; v++)
         printf("  layout variant %d (%s): %s\n", v,
                VARIANT_NAMES[v], variant_exact[v] ? "exact on every wgmma shape" : "NOT exact (see the lines above)");
@@ -229,7 +198,7 @@ static double time_gemm(int kind, cublasHandle_t h, const uint16_t *dx, const ui
 
 static void test_speed(void)
 {
-    static const struct shape S[] = {
+    static const struct gemm_shape S[] = {
         {"12B q|k|v sliding", 8192, 3840}, {"12B o sliding", 3840, 4096},
         {"12B gate|up", 30720, 3840},      {"12B down", 3840, 15360},
     };
@@ -253,9 +222,9 @@ static void test_speed(void)
     CK(cudaMalloc((void **)&ws.partial, (wsf ? wsf : 1) * 4));
     CK(cudaMalloc((void **)&ws.counters, nctr * 4));
     CK(cudaMemset(ws.counters, 0, nctr * 4));
-    for (size_t i = 0; i < nx; i++) h[i] = f32_to_bf16((float)uniform());
+    for (size_t i = 0; i < nx; i++) h[i] = f32_to_bf16((float)test_uniform());
     CK(cudaMemcpy(dx, h, nx * 2, cudaMemcpyHostToDevice));
-    for (size_t i = 0; i < nw; i++) h[i] = f32_to_bf16((float)(uniform() * 0.05));
+    for (size_t i = 0; i < nw; i++) h[i] = f32_to_bf16((float)(test_uniform() * 0.05));
     CK(cudaMemcpy(dw, h, nw * 2, cudaMemcpyHostToDevice));
     free(h);
     if (cublasCreate(&cb) != CUBLAS_STATUS_SUCCESS) cb = NULL;
@@ -298,7 +267,7 @@ int main(void)
 {
     char why[256];
     struct cudaDeviceProp p;
-    if (!gpu_present(why, sizeof why)) return test_skip_no_gpu("test_cuda_wgmma: no usable GPU here (%s)", why);
+    if (!test_gpu_present(why, sizeof why)) return test_skip_no_gpu("test_cuda_wgmma: no usable GPU here (%s)", why);
     if (cudaGetDeviceProperties(&p, 0) == cudaSuccess) {
         printf("device: %s, compute capability %d.%d, %d multiprocessors\n", p.name, p.major, p.minor,
                p.multiProcessorCount);
