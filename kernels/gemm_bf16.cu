@@ -11,6 +11,7 @@
 #include "common.cuh"
 #include "kernels.h"
 #include "mma.cuh"
+#include "segments.cuh"
 
 #define BM 128
 #define BN 128
@@ -99,45 +100,16 @@ __global__ void __launch_bounds__(256, 1) gemm_tiled_kernel(const uint16_t *__re
     cp_async_wait<0>();
 
     int g = lane >> 2, t = lane & 3;
-    float *dst_base = nseg == 1 ? Y : partial + (size_t)seg * M * N;
 #pragma unroll
     for (int mi = 0; mi < 4; mi++)
 #pragma unroll
         for (int ni = 0; ni < 4; ni++)
 #pragma unroll
-            for (int h = 0; h < 2; h++) {
-                int r = m0 + wm * 64 + mi * 16 + g + 8 * h, c = n0 + wn * 32 + ni * 8 + 2 * t;
-                if (r >= M) continue;
-                float v[2];
-#pragma unroll
-                for (int e = 0; e < 2; e++)
-                    v[e] = nseg == 1 ? (0.0f + acc[mi][ni][2 * h + e]) + (bias && c + e < N ? bias[c + e] : 0.0f)
-                                     : acc[mi][ni][2 * h + e];
-                float *dst = dst_base + (size_t)r * N + c;
-                if (c + 1 < N && (N % 2) == 0) *(float2 *)dst = make_float2(v[0], v[1]);
-                else
-#pragma unroll
-                    for (int e = 0; e < 2; e++)
-                        if (c + e < N) dst[e] = v[e];
-            }
-    if (nseg == 1) return;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int *ctr = &counters[blockIdx.x * gridDim.y + blockIdx.y];
-        last = atomicAdd(ctr, 1) == nseg - 1;
-        if (last) *ctr = 0;
-    }
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    for (int i = threadIdx.x; i < BM * BN; i += blockDim.x) {
-        int r = m0 + i / BN, c = n0 + i % BN;
-        if (r >= M || c >= N) continue;
-        float total = 0.0f;
-        for (int q = 0; q < nseg; q++) total += __ldcg(&partial[((size_t)q * M + r) * N + c]);
-        Y[(size_t)r * N + c] = total + (bias ? bias[c] : 0.0f);
-    }
+            for (int h = 0; h < 2; h++)
+                seg_store2(Y, partial, bias, M, N, nseg, seg, m0 + wm * 64 + mi * 16 + g + 8 * h,
+                           n0 + wn * 32 + ni * 8 + 2 * t, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
+    if (nseg > 1)
+        seg_finish(Y, partial, bias, M, N, nseg, m0, n0, BM, BN, &counters[blockIdx.x * gridDim.y + blockIdx.y], &last);
 }
 
 extern "C" void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,

@@ -6,11 +6,12 @@
 //
 // Products cut into segments (small N) write each segment's tile to a scratch array; the block that
 // completes a tile (an arrival counter per tile) adds the segments in segment order to 0.0f, adds the bias
-// and writes y. Each element is therefore the same chain as in the prompt kernel (gemm_bf16.cu): chunks of
+// and writes y (segments.cuh, shared with the prompt kernels). Each element is therefore the same chain as in the prompt kernel (gemm_bf16.cu): chunks of
 // 16 in increasing order from a zero accumulator per segment, segments summed in order — bit-identical.
 #include "common.cuh"
 #include "kernels.h"
 #include "mma.cuh"
+#include "segments.cuh"
 
 #define SK_WARPS 4           // warps per block; each owns 8 output columns
 #define SK_BN (8 * SK_WARPS) // 32 columns per block
@@ -121,44 +122,13 @@ __global__ void __launch_bounds__(32 * SK_WARPS) gemm_skinny_kernel(const uint16
     cp_async_wait<0>();
 
     int g = lane >> 2, t = lane & 3;
-    if (nseg == 1) {
-#pragma unroll
-        for (int mi = 0; mi < MT; mi++)
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                int r = mi * 16 + g + 8 * h, c = n0 + warp * 8 + 2 * t;
-                if (r >= M) continue;
-#pragma unroll
-                for (int e = 0; e < 2; e++)
-                    if (c + e < N) Y[(size_t)r * N + c + e] = (0.0f + acc[mi][2 * h + e]) + (bias ? bias[c + e] : 0.0f);
-            }
-        return;
-    }
-    // this segment's tile to scratch; the block that completes the tile sums the segments in order
 #pragma unroll
     for (int mi = 0; mi < MT; mi++)
 #pragma unroll
-        for (int h = 0; h < 2; h++) {
-            int r = mi * 16 + g + 8 * h, c = n0 + warp * 8 + 2 * t;
-            if (r >= M) continue;
-#pragma unroll
-            for (int e = 0; e < 2; e++)
-                if (c + e < N) partial[((size_t)seg * M + r) * N + c + e] = acc[mi][2 * h + e];
-        }
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) sm->last = atomicAdd(&counters[blockIdx.x], 1) == nseg - 1;
-    __syncthreads();
-    if (!sm->last) return;
-    __threadfence();
-    for (int i = threadIdx.x; i < M * SK_BN; i += blockDim.x) {
-        int r = i / SK_BN, c = n0 + i % SK_BN;
-        if (c >= N) continue;
-        float total = 0.0f;
-        for (int s = 0; s < nseg; s++) total += __ldcg(&partial[((size_t)s * M + r) * N + c]);
-        Y[(size_t)r * N + c] = total + (bias ? bias[c] : 0.0f);
-    }
-    if (threadIdx.x == 0) counters[blockIdx.x] = 0;
+        for (int h = 0; h < 2; h++)
+            seg_store2(Y, partial, bias, M, N, nseg, seg, mi * 16 + g + 8 * h, n0 + warp * 8 + 2 * t, acc[mi][2 * h],
+                       acc[mi][2 * h + 1]);
+    if (nseg > 1) seg_finish(Y, partial, bias, M, N, nseg, 0, n0, M, SK_BN, &counters[blockIdx.x], &sm->last);
 }
 
 template <int MT>

@@ -11,8 +11,8 @@
 // Exactness (kernels.h, "the reduction rule"): per output element, the chunks of 16 of each K segment run in
 // increasing order through one accumulator that starts at zero (registers zeroed, scale-d = 1 on every
 // step, so each step is acc = acc + a·b over 16, as with mma.sync); segments run in CTAs of their own
-// (grid z) and the CTA that completes a tile adds them in order to 0.0f, then the bias — the epilogue of
-// gemm_bf16.cu, element for element. The grid runs M fastest, so CTAs that share a weight tile run together.
+// (grid z) and the CTA that completes a tile adds them in order to 0.0f, then the bias (segments.cuh, the
+// epilogue of every product kernel). The grid runs M fastest, so CTAs that share a weight tile run together.
 //
 // Limits: each segment's length K / nseg must be a multiple of 64 (the stage); when it is not (K = 48, say),
 // kern_gemm_wgmma calls kern_gemm_bf16 instead, which gives the same bits by the rule.
@@ -23,9 +23,14 @@
 // chunk ^ (row % 8); stride offset 1024 bytes per 8 rows), 128x256 tiles — 550-610 TFLOP/s on gate|up;
 // 2, the same 128 wide (m64n128k16), for products with fewer outputs (q|k|v, o, down: N < 16384), where 256-wide
 // tiles leave too few CTAs. The first run also showed that wgmma's k16 steps give mma.sync's bits exactly.
+// 3, 128 wide with 6 stages, where one CTA runs all its tile's segments in order: at a segment's end it waits
+// for the segment's last wgmma, adds the accumulators to a running total (registers, from 0.0f) and zeroes
+// them — the rule's order without scratch or a second pass (a 256-wide tile would need 256 registers).
+// G4_CUDA_WGMMA=0..3 forces one variant everywhere, so a benchmark can compare them.
 #include "common.cuh"
 #include "kernels.h"
 #include "mma.cuh"
+#include "segments.cuh"
 
 #define WG_BM 128
 #define WG_BN 256 // the widest tile (variants 0, 1); variant 2 is 128 wide
@@ -230,46 +235,20 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
     fence_operands<NV>(acc);
     cp_async_wait<0>();
 
+    // SEQ: the total is already the segments' sum from 0.0f (never -0.0f), so the one-segment epilogue's
+    // (0.0f + total) + bias is total + bias, as the rule has it
     int g = lane >> 2, t = lane & 3, rbase = m0 + wg * 64 + (warp & 3) * 16 + g;
-    float *dst_base = SEQ || nseg == 1 ? Y : partial + (size_t)seg * M * N;
 #pragma unroll
     for (int j = 0; j < BN / 8; j++)
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            int r = rbase + 8 * h, c = n0 + 8 * j + 2 * t;
-            if (r >= M) continue;
-            float v[2];
-#pragma unroll
-            for (int e = 0; e < 2; e++) {
-                float b = bias && c + e < N ? bias[c + e] : 0.0f;
-                v[e] = SEQ ? total[SEQ ? 4 * j + 2 * h + e : 0] + b
-                           : nseg == 1 ? (0.0f + acc[4 * j + 2 * h + e]) + b : acc[4 * j + 2 * h + e];
-            }
-            float *dst = dst_base + (size_t)r * N + c;
-            if (c + 1 < N && (N % 2) == 0) *(float2 *)dst = make_float2(v[0], v[1]);
-            else
-#pragma unroll
-                for (int e = 0; e < 2; e++)
-                    if (c + e < N) dst[e] = v[e];
+            int i = 4 * j + 2 * h;
+            if (SEQ) seg_store2(Y, NULL, bias, M, N, 1, 0, rbase + 8 * h, n0 + 8 * j + 2 * t, total[SEQ ? i : 0],
+                                total[SEQ ? i + 1 : 0]);
+            else seg_store2(Y, partial, bias, M, N, nseg, seg, rbase + 8 * h, n0 + 8 * j + 2 * t, acc[i], acc[i + 1]);
         }
-    if (SEQ || nseg == 1) return;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int *ctr = &counters[blockIdx.x * gridDim.y + blockIdx.y];
-        last = atomicAdd(ctr, 1) == nseg - 1;
-        if (last) *ctr = 0;
-    }
-    __syncthreads();
-    if (!last) return;
-    __threadfence();
-    for (int i = threadIdx.x; i < WG_BM * BN; i += blockDim.x) {
-        int r = m0 + i / BN, c = n0 + i % BN;
-        if (r >= M || c >= N) continue;
-        float total = 0.0f;
-        for (int q = 0; q < nseg; q++) total += __ldcg(&partial[((size_t)q * M + r) * N + c]);
-        Y[(size_t)r * N + c] = total + (bias ? bias[c] : 0.0f);
-    }
+    if (!SEQ && nseg > 1)
+        seg_finish(Y, partial, bias, M, N, nseg, m0, n0, WG_BM, BN, &counters[blockIdx.x * gridDim.y + blockIdx.y], &last);
 }
 
 template <int VARIANT>
