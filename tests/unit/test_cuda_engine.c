@@ -341,18 +341,17 @@ static void check_model(const char *name)
     model_free(m);
 }
 
-/* The "wide" model (g4 make-tiny-model DIR --shape wide, named by G4_CUDA_WIDE_MODEL): the real head dims
- * (256, 512), products cut into K segments, 600 positions crossing its 256-row window and every attention
- * partial — what the tiny fixtures are too small to reach. */
-static void test_wide(void)
+/* A model made by tests/gpu/run.sh, named by the environment variable env (absent: said, and nothing run):
+ * a prompt of T pseudo-random ids checked by check_prompt with the given bound, then (draws) the device draws
+ * and the graphs. */
+static void check_made_model(const char *env, const char *what, const char *how, int T, double bound, int draws)
 {
-    const char *dir = getenv("G4_CUDA_WIDE_MODEL");
+    const char *dir = getenv(env);
     char err[G4_ERR_MAX];
     struct g4_model *m;
-    int T = 600;
     int32_t *ids;
     if (!dir) {
-        printf("  (G4_CUDA_WIDE_MODEL not set: tests/gpu/run.sh makes the wide model and sets it)\n");
+        printf("  (%s not set: %s)\n", env, how);
         return;
     }
     m = model_load(dir, 0, err);
@@ -360,11 +359,19 @@ static void test_wide(void)
     if (!m) return;
     ids = g4_malloc((size_t)T * sizeof *ids);
     for (int i = 0; i < T; i++) ids[i] = i ? 10 + (int32_t)((i * 2654435761u) % (uint32_t)(m->cfg.text.vocab - 10)) : 2;
-    check_prompt("wide", m, ids, T, 600, 0.85);
-    check_draws("wide", m, ids, T);
-    check_graphs("wide", m, ids, T);
+    check_prompt(what, m, ids, T, T, bound);
+    if (draws) check_draws(what, m, ids, T);
+    check_graphs(what, m, ids, T);
     free(ids);
     model_free(m);
+}
+
+/* The "wide" model (g4 make-tiny-model DIR --shape wide, named by G4_CUDA_WIDE_MODEL): the real head dims
+ * (256, 512), products cut into K segments, 600 positions crossing its 256-row window and every attention
+ * partial — what the tiny fixtures are too small to reach. */
+static void test_wide(void)
+{
+    check_made_model("G4_CUDA_WIDE_MODEL", "wide", "tests/gpu/run.sh makes the wide model and sets it", 600, 0.85, 1);
 }
 
 /* The demo model `make run` serves (g4 make-tiny-model's default shape: head dim 16), named by
@@ -372,24 +379,8 @@ static void test_wide(void)
  * on the CUDA engine. */
 static void test_demo(void)
 {
-    const char *dir = getenv("G4_CUDA_DEMO_MODEL");
-    char err[G4_ERR_MAX];
-    struct g4_model *m;
-    int T = 200;
-    int32_t *ids;
-    if (!dir) {
-        printf("  (G4_CUDA_DEMO_MODEL not set: tests/gpu/run.sh makes the demo model when G4_TOKENIZER names one)\n");
-        return;
-    }
-    m = model_load(dir, 0, err);
-    EXPECTF(m, "%s", err);
-    if (!m) return;
-    ids = g4_malloc((size_t)T * sizeof *ids);
-    for (int i = 0; i < T; i++) ids[i] = i ? 10 + (int32_t)((i * 2654435761u) % (uint32_t)(m->cfg.text.vocab - 10)) : 2;
-    check_prompt("demo", m, ids, T, 200, 0.35);
-    check_graphs("demo", m, ids, T);
-    free(ids);
-    model_free(m);
+    check_made_model("G4_CUDA_DEMO_MODEL", "demo", "tests/gpu/run.sh makes the demo model when G4_TOKENIZER names one",
+                     200, 0.35, 0);
 }
 
 static void test_unified(void)
