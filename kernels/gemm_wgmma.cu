@@ -296,10 +296,13 @@ extern "C" void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const ui
 extern "C" void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
                                 const struct kern_gemm_ws *ws, kern_stream s)
 {
-    static int forced = -2; // G4_CUDA_WGMMA=0..3 forces one variant (to compare them in one run); else by N
+    // 256-wide tiles for many outputs (gate|up: 535-590 TFLOP/s), else 128-wide with the segments in one CTA
+    // (q|k|v, o, down: 360-470, against 120-400 for the others; docs/perf.md, version 5). G4_CUDA_WGMMA=0..3
+    // forces one variant, to compare them in one run.
+    static int forced = -2;
     if (forced == -2) {
         const char *v = getenv("G4_CUDA_WGMMA");
         forced = v && v[0] >= '0' && v[0] <= '3' && !v[1] ? v[0] - '0' : -1;
     }
-    kern_gemm_wgmma_variant(forced >= 0 ? forced : N >= 16384 ? 1 : 2, x, w, bias, y, M, N, K, ws, s);
+    kern_gemm_wgmma_variant(forced >= 0 ? forced : N >= 16384 ? 1 : 3, x, w, bias, y, M, N, K, ws, s);
 }

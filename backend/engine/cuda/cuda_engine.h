@@ -102,7 +102,7 @@ struct cuda_engine {
     int max_qd, max_kvd, max_qkv, max_i, max_heads;
     int tile_d[CUDA_TILE_SETS], tile_group[CUDA_TILE_SETS], n_tile_sets; /* head dim, group of each list */
     int tile_rows[CUDA_TILE_SETS]; /* rows per attention tile of each list in this pass */
-    int decode_pass;               /* this pass has few rows (≤ CUDA_GRAPH_MAX_ROWS): decode attention tiles */
+    int decode_pass;               /* this pass has 4 … CUDA_GRAPH_MAX_ROWS rows: narrow attention blocks */
     /* the draws (cuda_sample.c): per logits row what to select, the selected candidates, and for rows
      * drawn on the host (top_k off or over KERN_TOPK_MAX) their whole logits */
     struct kern_select_row *select, *h_select;

@@ -43,7 +43,9 @@ static int stage_rows(struct cuda_engine *e, const struct engine_item *items, in
         R += it->n;
     }
     G4_CHECK(R <= e->max_rows && img <= e->image_rows_cap, "pass of %d rows over %d", R, e->max_rows);
-    e->decode_pass = R <= CUDA_GRAPH_MAX_ROWS; /* a function of R: a graph of R rows replays the same tiles */
+    /* narrow attention blocks (two per SM) pay where a pass has several decode rows; one row's few CTAs run
+     * better wide. A function of R: a graph of R rows replays the same tiles. */
+    e->decode_pass = R >= 4 && R <= CUDA_GRAPH_MAX_ROWS;
     for (int t = 0; t < e->n_tile_sets; t++) {
         e->tile_rows[t] = kern_attention_tile_rows(e->tile_d[t], e->tile_group[t], e->decode_pass);
         struct kern_tile *tiles = e->h_tiles + (size_t)t * e->max_rows;
