@@ -5,7 +5,7 @@
 // does (tests/unit/test_cuda_wgmma.c, on an H200); kern_gemm runs it for more than 64 rows.
 //
 // Shape: 128x256 (or 128x128) CTA tiles, 256 threads = 2 warpgroups of 64 rows each, K in stages of 64 through a
-// 4-stage cp.async pipeline (every thread copies, no TMA), wgmma.m64n256k16 with both operands read from
+// 4-stage (variant 3: 6-stage) cp.async pipeline (every thread copies, no TMA), wgmma.m64n256k16 with both operands read from
 // shared memory through matrix descriptors, K-major, no swizzle, fp32 accumulators in registers.
 //
 // Exactness (kernels.h, "the reduction rule"): per output element, the chunks of 16 of each K segment run in
@@ -33,7 +33,7 @@
 #include "segments.cuh"
 
 #define WG_BM 128
-#define WG_BN 256 // the widest tile (variants 0, 1); variant 2 is 128 wide
+#define WG_BN 256 // the widest tile (variants 0, 1); variants 2 and 3 are 128 wide
 #define WG_BK 64
 #define WG_THREADS 256
 #define WG_A_BYTES (WG_BM * WG_BK * 2) // 16 KiB per stage

@@ -103,7 +103,7 @@ static void check_shape(const struct gemm_shape *sh)
 
 static void test_shapes(void)
 {
-    for (size_t i = 0; i < N_GEMM_SHAPES; i++) check_shape(&GEMM_SHAPES[i]);
+    for (int i = 0; i < N_GEMM_SHAPES; i++) check_shape(&GEMM_SHAPES[i]);
 }
 
 static int cmp_u64(const void *a, const void *b)

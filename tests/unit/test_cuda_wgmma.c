@@ -5,7 +5,7 @@
  * bit for bit, the same row from the decode kernel (kern_gemm_skinny, M <= 64) or the prompt kernel
  * (kern_gemm_bf16, M > 64) — the reduction rule of kernels.h — and four rows of the 1000-row product must be
  * within fp32 accumulation error of a double-precision product (so a kernel that is consistent but wrong
- * fails too). Rows past M stay untouched, and the arrival counters are back to zero afterwards. Both shared
+ * fails too). Rows past M stay untouched, and the arrival counters are back to zero afterwards. All four
  * variants (gemm_wgmma.cu, head comment: 0 unswizzled, 1 the 128-byte swizzle, 2 the same 128 wide, 3 128 wide
  * with a tile's segments run in order by one CTA) are run and asserted.
  *
@@ -56,7 +56,7 @@ static long count_diff(const float *a, const float *b, size_t n, double *max_abs
     return d;
 }
 
-/* One shape: the reference kernels and both variants at every M; one line per variant. */
+/* One shape: the reference kernels and every variant at every M; one line per variant. */
 static void check_shape(const struct gemm_shape *sh)
 {
     int N = sh->N, K = sh->K, nseg = kern_gemm_segments(N, K), fallback = (K / nseg) % 64 != 0;
@@ -162,7 +162,7 @@ static void check_shape(const struct gemm_shape *sh)
 
 static void test_bits(void)
 {
-    for (size_t i = 0; i < N_GEMM_SHAPES; i++) check_shape(&GEMM_SHAPES[i]);
+    for (int i = 0; i < N_GEMM_SHAPES; i++) check_shape(&GEMM_SHAPES[i]);
     for (int v = 0; v < VARIANTS; v++)
         printf("  layout variant %d (%s): %s\n", v,
                VARIANT_NAMES[v], variant_exact[v] ? "exact on every wgmma shape" : "NOT exact (see the lines above)");
