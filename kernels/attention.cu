@@ -83,7 +83,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
 
     if ((int)blockIdx.x >= *n_tiles) return;
     const struct kern_tile tile = tiles[blockIdx.x];
-    const int kvh = blockIdx.y, w = blockIdx.z, G = n_heads / n_kv, kvd = n_kv * D;
+    const int kvh = blockIdx.y, G = n_heads / n_kv, kvd = n_kv * D, WZ = gridDim.z;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int grp = warp / S::PARTS, dpart = warp % S::PARTS;
     const struct kern_row m0 = meta[tile.row0];
@@ -122,126 +122,136 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
         sl[h].block = mr.block;
     }
 
-    float mx[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
-    float o[S::DP / 8][4];
-#pragma unroll
-    for (int j = 0; j < S::DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
-
-    // the blocks of this partial, K of the next one loading while this one's weights and products run, and
-    // V of the next while its scores run (cp.async groups: K+Q first, then V, then one each per step)
-    const int b_first = lo / KB, b_last = hi / KB, b_start = b_first + ((w - b_first % NP) % NP + NP) % NP;
-    if (b_start <= b_last) load_block<D>(ks, k_new, cache_k, m0, b_start, lo, hi, kvh, cap, kvd);
+    // This CTA's partials are blockIdx.z, + WZ, ... (WZ = gridDim.z, the host's choice); each runs exactly as
+    // if alone. The (partial, block) pairs form one sequence, and the next pair's keys load while this pair's
+    // weights and products run, its values while the scores run (cp.async groups: K+Q first, then V, then one
+    // each per step), across partial boundaries too. A partial with no visible block is written empty.
+    const int b_first = lo / KB, b_last = hi / KB;
+    auto first_of = [&](int w) { return b_first + ((w - b_first % NP) % NP + NP) % NP; };
+    int lw = blockIdx.z, lb = first_of(lw); // the next pair to load
+    while (lw < NP && lb > b_last) lw += WZ, lb = first_of(lw);
+    if (lw < NP) load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd);
     cp_async_commit();
-    if (b_start <= b_last) load_block<D>(vs, v_new, cache_v, m0, b_start, lo, hi, kvh, cap, kvd);
+    if (lw < NP) load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd);
     cp_async_commit();
-    for (int b = b_start; b <= b_last; b += NP) {
-        const int kb0 = b * KB, nb = b + NP;
-        cp_async_wait<1>();
-        __syncthreads();
-
-        // scores: 16 slots x 64 keys, 8 tiles of 8 keys (a warp group whose slots all lie past the tile's skips
-        // its products: their results are never stored)
-        float sc[8][4];
+    for (int w = blockIdx.z; w < NP; w += WZ) {
+        float mx[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+        float o[S::DP / 8][4];
 #pragma unroll
-        for (int j = 0; j < 8; j++) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
+        for (int j = 0; j < S::DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
+        for (int b = first_of(w); b <= b_last; b += NP) {
+            const int kb0 = b * KB;
+            // (w, b) is the pair loaded last; the next one: b + NP in this partial, else the next partial's first
+            lb += NP;
+            while (lw < NP && lb > b_last) lw += WZ, lb = first_of(lw);
+            const bool more = lw < NP;
+            cp_async_wait<1>();
+            __syncthreads();
+
+            // scores: 16 slots x 64 keys, 8 tiles of 8 keys (a warp group whose slots all lie past the tile's skips
+            // its products: their results are never stored)
+            float sc[8][4];
+#pragma unroll
+            for (int j = 0; j < 8; j++) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
 #pragma unroll 4
-        for (int kc = 0; kc < (live ? D / 16 : 0); kc++) {
-            uint32_t a[4];
-            ldmatrix_x4(a, &qs[grp * 16 + (lane & 15)][kc * 16 + (lane >> 4) * 8]);
+            for (int kc = 0; kc < (live ? D / 16 : 0); kc++) {
+                uint32_t a[4];
+                ldmatrix_x4(a, &qs[grp * 16 + (lane & 15)][kc * 16 + (lane >> 4) * 8]);
 #pragma unroll
-            for (int nj = 0; nj < 4; nj++) {
-                uint32_t r[4];
-                ldmatrix_x4(r, &ks[nj * 16 + (lane & 7) + ((lane >> 4) << 3)][kc * 16 + ((lane >> 3) & 1) * 8]);
-                uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
-                mma_bf16_16816(sc[2 * nj], a, b0);
-                mma_bf16_16816(sc[2 * nj + 1], a, b1);
+                for (int nj = 0; nj < 4; nj++) {
+                    uint32_t r[4];
+                    ldmatrix_x4(r, &ks[nj * 16 + (lane & 7) + ((lane >> 4) << 3)][kc * 16 + ((lane >> 3) & 1) * 8]);
+                    uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+                    mma_bf16_16816(sc[2 * nj], a, b0);
+                    mma_bf16_16816(sc[2 * nj + 1], a, b1);
+                }
             }
+            __syncthreads(); // every warp has its scores: the key buffer is free
+            if (more) load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd);
+            cp_async_commit();
+            // mask, then the online softmax of each of the two slots
+            float corr[2];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                const int p = sl[h].pos, in_block = sl[h].block >= 0;
+                float bm = -INFINITY;
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        int kp = kb0 + j * 8 + 2 * t + e;
+                        int same = in_block && kp >= m0.pos0 && kp < m0.pos0 + (m0.item_end - m0.base) &&
+                                   meta[m0.base + kp - m0.pos0].block == sl[h].block;
+                        int vis = is_full ? (kp <= p || (same && mask_all))
+                                          : (mask_all ? ((kp > p - window && kp <= p) || same)
+                                                      : (kp > p - window && (kp <= p || same)));
+                        vis = vis && sl[h].valid && kp >= 0;
+                        float x = vis ? sc[j][2 * h + e] : -INFINITY;
+                        sc[j][2 * h + e] = x;
+                        bm = fmaxf(bm, x);
+                    }
+                bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, 1));
+                bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, 2));
+                float mn = fmaxf(mx[h], bm), ps = 0.0f;
+                corr[h] = mn == -INFINITY ? 1.0f : expf(mx[h] - mn);
+#pragma unroll
+                for (int j = 0; j < 8; j++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) {
+                        float x = sc[j][2 * h + e], pe = (mn == -INFINITY || x == -INFINITY) ? 0.0f : expf(x - mn);
+                        sc[j][2 * h + e] = pe;
+                        ps += pe;
+                    }
+                ps += __shfl_xor_sync(0xffffffffu, ps, 1);
+                ps += __shfl_xor_sync(0xffffffffu, ps, 2);
+                l[h] = l[h] * corr[h] + ps;
+                mx[h] = mn;
+            }
+#pragma unroll
+            for (int j = 0; j < S::DP / 8; j++) {
+                o[j][0] *= corr[0];
+                o[j][1] *= corr[0];
+                o[j][2] *= corr[1];
+                o[j][3] *= corr[1];
+            }
+            cp_async_wait<1>();
+            __syncthreads();
+            // o += p · v over the block's 4 chunks of 16 keys
+#pragma unroll
+            for (int kc = 0; kc < (live ? 4 : 0); kc++) {
+                uint32_t a[4] = {pack_bf16x2(sc[2 * kc][0], sc[2 * kc][1]), pack_bf16x2(sc[2 * kc][2], sc[2 * kc][3]),
+                                 pack_bf16x2(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
+                                 pack_bf16x2(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
+#pragma unroll
+                for (int dj = 0; dj < S::DP / 16; dj++) {
+                    uint32_t r[4];
+                    ldmatrix_x4_trans(r, &vs[kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8][dpart * S::DP + dj * 16 + (lane >> 4) * 8]);
+                    uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+                    mma_bf16_16816(o[2 * dj], a, b0);
+                    mma_bf16_16816(o[2 * dj + 1], a, b1);
+                }
+            }
+            __syncthreads(); // the value buffer is free
+            if (more) load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd);
+            cp_async_commit();
         }
-        __syncthreads(); // every warp has its scores: the key buffer is free
-        if (nb <= b_last) load_block<D>(ks, k_new, cache_k, m0, nb, lo, hi, kvh, cap, kvd);
-        cp_async_commit();
-        // mask, then the online softmax of each of the two slots
-        float corr[2];
+
+        // this partial's state per slot: (max, sum) and the unnormalised output
 #pragma unroll
         for (int h = 0; h < 2; h++) {
-            const int p = sl[h].pos, in_block = sl[h].block >= 0;
-            float bm = -INFINITY;
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    int kp = kb0 + j * 8 + 2 * t + e;
-                    int same = in_block && kp >= m0.pos0 && kp < m0.pos0 + (m0.item_end - m0.base) &&
-                               meta[m0.base + kp - m0.pos0].block == sl[h].block;
-                    int vis = is_full ? (kp <= p || (same && mask_all))
-                                      : (mask_all ? ((kp > p - window && kp <= p) || same)
-                                                  : (kp > p - window && (kp <= p || same)));
-                    vis = vis && sl[h].valid && kp >= 0;
-                    float x = vis ? sc[j][2 * h + e] : -INFINITY;
-                    sc[j][2 * h + e] = x;
-                    bm = fmaxf(bm, x);
-                }
-            bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, 1));
-            bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, 2));
-            float mn = fmaxf(mx[h], bm), ps = 0.0f;
-            corr[h] = mn == -INFINITY ? 1.0f : expf(mx[h] - mn);
-#pragma unroll
-            for (int j = 0; j < 8; j++)
-#pragma unroll
-                for (int e = 0; e < 2; e++) {
-                    float x = sc[j][2 * h + e], pe = (mn == -INFINITY || x == -INFINITY) ? 0.0f : expf(x - mn);
-                    sc[j][2 * h + e] = pe;
-                    ps += pe;
-                }
-            ps += __shfl_xor_sync(0xffffffffu, ps, 1);
-            ps += __shfl_xor_sync(0xffffffffu, ps, 2);
-            l[h] = l[h] * corr[h] + ps;
-            mx[h] = mn;
-        }
-#pragma unroll
-        for (int j = 0; j < S::DP / 8; j++) {
-            o[j][0] *= corr[0];
-            o[j][1] *= corr[0];
-            o[j][2] *= corr[1];
-            o[j][3] *= corr[1];
-        }
-        cp_async_wait<1>();
-        __syncthreads();
-        // o += p · v over the block's 4 chunks of 16 keys
-#pragma unroll
-        for (int kc = 0; kc < (live ? 4 : 0); kc++) {
-            uint32_t a[4] = {pack_bf16x2(sc[2 * kc][0], sc[2 * kc][1]), pack_bf16x2(sc[2 * kc][2], sc[2 * kc][3]),
-                             pack_bf16x2(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
-                             pack_bf16x2(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
-#pragma unroll
-            for (int dj = 0; dj < S::DP / 16; dj++) {
-                uint32_t r[4];
-                ldmatrix_x4_trans(r, &vs[kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8][dpart * S::DP + dj * 16 + (lane >> 4) * 8]);
-                uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
-                mma_bf16_16816(o[2 * dj], a, b0);
-                mma_bf16_16816(o[2 * dj + 1], a, b1);
+            int s = grp * 16 + g + 8 * h;
+            if (!sl[h].valid) continue;
+            size_t idx = ((size_t)(tile.row0 + s / G) * n_heads + kvh * G + s % G) * NP + w;
+            if (dpart == 0 && t == 0) {
+                part_ml[2 * idx] = mx[h];
+                part_ml[2 * idx + 1] = l[h];
             }
+            float *dst = part_acc + idx * D + dpart * S::DP;
+#pragma unroll
+            for (int j = 0; j < S::DP / 8; j++) *(float2 *)&dst[j * 8 + 2 * t] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
         }
-        __syncthreads(); // the value buffer is free
-        if (nb <= b_last) load_block<D>(vs, v_new, cache_v, m0, nb, lo, hi, kvh, cap, kvd);
-        cp_async_commit();
     }
     cp_async_wait<0>();
-
-    // this partial's state per slot: (max, sum) and the unnormalised output
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        int s = grp * 16 + g + 8 * h;
-        if (!sl[h].valid) continue;
-        size_t idx = ((size_t)(tile.row0 + s / G) * n_heads + kvh * G + s % G) * NP + w;
-        if (dpart == 0 && t == 0) {
-            part_ml[2 * idx] = mx[h];
-            part_ml[2 * idx + 1] = l[h];
-        }
-        float *dst = part_acc + idx * D + dpart * S::DP;
-#pragma unroll
-        for (int j = 0; j < S::DP / 8; j++) *(float2 *)&dst[j * 8 + 2 * t] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
-    }
 }
 
 // out (rows, heads, D) bf16 = the NP partials combined in partial order.
@@ -269,6 +279,37 @@ __global__ void attention_merge_kernel(const float *__restrict__ part_acc, const
     }
 }
 
+// How many CTAs share a (tile, kv head)'s NP partials: all NP (one partial each) when tiles are few (decode),
+// fewer when there are many, so that each CTA loads its queries once and streams many key blocks; the
+// grid stays at `per_sm` or more CTAs per multiprocessor (G4_CUDA_ATTN_PER_SM, default 2; a tuning knob:
+// any value gives the same bits). A function of the launch's shape, never of a row.
+static int forced_groups = 0; // kern_attention_force_partial_groups
+
+extern "C" void kern_attention_force_partial_groups(int groups)
+{
+    if (groups < 0 || groups > NP || (groups & (groups - 1))) {
+        fprintf(stderr, "g4: fatal: kern_attention_force_partial_groups(%d): 0 or a power of 2 up to %d\n", groups, NP);
+        abort();
+    }
+    forced_groups = groups;
+}
+
+static int partial_groups(int units)
+{
+    static int sms = 0, per_sm = 2;
+    if (forced_groups) return forced_groups;
+    if (!sms) {
+        const char *v = getenv("G4_CUDA_ATTN_PER_SM");
+        if (v && atoi(v) > 0) per_sm = atoi(v);
+        int dev = 0;
+        KERN_CHECK(cudaGetDevice(&dev));
+        KERN_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    }
+    int wz = NP;
+    while (wz > 1 && units * (wz / 2) >= per_sm * sms) wz /= 2;
+    return wz;
+}
+
 template <int D, int W>
 static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
@@ -282,7 +323,7 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
         KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         configured = true;
     }
-    dim3 grid(max_tiles, n_kv, NP);
+    dim3 grid(max_tiles, n_kv, partial_groups(max_tiles * n_kv));
     kern_launch(attention_kernel<D, W>, grid, dim3(32 * W), smem, s, q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, n_heads,
                                                     n_kv, cap, is_full, window, mask_all, part_acc, part_ml);
     KERN_LAUNCHED();

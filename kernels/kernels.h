@@ -130,6 +130,10 @@ void kern_attention(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_
                     int window, int mask_all, int decode, float *part_acc, float *part_ml, uint16_t *out,
                     kern_stream s);
 
+/* Forces how many CTAs share a (tile, kv head)'s partials: 1, 2, 4, 8 or 16 (KERN_ATTN_PARTIALS); 0 restores
+ * the choice by the launch's shape. For tests: the choice must never change a bit. Not for use mid-pass. */
+void kern_attention_force_partial_groups(int groups);
+
 /* Copies each row's new k/v (rows, KV*D) bf16 into its stream's cache slot pos % cap, for rows whose
  * position is within the last cap positions of their item. */
 void kern_kv_store(const uint16_t *k_new, const uint16_t *v_new, const struct kern_row *rows_meta, int rows,

@@ -25,6 +25,9 @@
 #include "engine/prefill.h"
 #include "model/model.h"
 #include "test.h"
+#ifdef G4_HAVE_CUDA
+#include "kernels.h" /* kern_attention_force_partial_groups */
+#endif
 
 #define FIXTURES "tests/fixtures/engine"
 
@@ -300,6 +303,24 @@ static void check_prompt(const char *name, struct g4_model *m, const int32_t *id
     EXPECTF(!memcmp(gpu, crowd, (size_t)T * V * 4), "%s: rows beside other streams differ", name);
     printf("  %-7s row-exact: one chunk = chunks of 5 = single rows = rows beside other streams: %s\n", name,
            exact ? "bit-identical" : "DIFFER");
+#ifdef G4_HAVE_CUDA
+    {
+        /* the attention's split of partials over CTAs (all in one, 4 per CTA, one each) is free of bits */
+        int same = 1;
+        for (int groups = 1; groups <= 16; groups *= 4) {
+            float *split;
+            kern_attention_force_partial_groups(groups);
+            split = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, ENGINE_CHUNK_ROWS);
+            kern_attention_force_partial_groups(0);
+            EXPECTF(!memcmp(gpu, split, (size_t)T * V * 4), "%s: attention partials over %d CTA groups differ", name,
+                    groups);
+            same &= !memcmp(gpu, split, (size_t)T * V * 4);
+            free(split);
+        }
+        printf("  %-7s row-exact: attention partials in 1, 4 or 16 CTAs per tile = the automatic split: %s\n", name,
+               same ? "bit-identical" : "DIFFER");
+    }
+#endif
     {
         /* a prompt longer than the decode kernel's 64 rows: the tiled prompt kernel against the decode kernel */
         int32_t *ids2 = g4_malloc((size_t)long_T * sizeof *ids2);
