@@ -6,14 +6,18 @@
 // whose index is w mod NP, in increasing order, with an online softmax: per block, scores s = q·k by mma
 // (bf16 q and k, fp32 accumulation over the head dimension in chunks of 16), the block's row maximum, the
 // rescale of the running sum and output, p = exp(s - max) (fp32 for the sum, bf16 for the product with v by
-// mma). kern_attention_merge then combines the NP partials in partial order. The cut, the visiting order and
-// the merge order depend only on positions, never on which other rows share the launch.
+// mma). The block's sum of p adds, per lane, its keys' tiles in order, then the lanes (xor 1, 2), then the
+// key halves or quarters of the warps sharing the slots (head dims over 128), in order. kern_attention_merge
+// then combines the NP partials in partial order. The cut, the visiting order and the merge order depend only
+// on positions, never on which other rows share the launch.
 //
-// Work: a block of 8 warps (4 in decode passes, so two blocks share an SM) takes one tile (consecutive rows of one item), one kv head and one partial. Its
-// "slots" are (row, query head of the group) pairs, 16 per warp group; for head dims over 128 the warps of a
-// group (2 for 256, 4 for 512) each compute the group's scores and take 128 of the output dimensions. The
-// next block's keys load while this block's weights and products run, its values while its scores run. A block visits the union of its rows' visible key blocks; a block that a
-// row cannot see leaves that row's state exactly unchanged (max with -inf, rescale by exp(0) = 1, zero weights).
+// Work: a block of 8 warps (4 in decode passes, so two blocks share an SM) takes one tile (consecutive rows of
+// one item), one kv head and one or more partials. Its "slots" are (row, query head of the group) pairs, 16 per
+// warp group; for head dims over 128 the warps of a group (2 for 256, 4 for 512) split the block's keys for
+// the scores, meet (named barrier) to share maxima, sums and bf16 weights, and each take 128 of the output
+// dimensions of p · v. The next block's keys load while this block's weights and products run, its values
+// while its scores run. A block visits the union of its rows' visible key blocks; a block that a row cannot
+// see leaves that row's state exactly unchanged (max with -inf, rescale by exp(0) = 1, zero weights).
 //
 // Masks: full layers see k <= p (and, with mask_all, their own image block); sliding layers see
 // k > p - W and (k <= p or same block) — or, with mask_all, (k > p - W and k <= p) or same block.
@@ -32,7 +36,16 @@ template <int D, int W> struct attn_shape {
     static constexpr int PARTS = D / DP;           // warps sharing 16 slots (each computes their scores)
     static constexpr int NSLOT = 16 * (W / PARTS); // slots per block
     static constexpr int LDS = D + 8;              // padded shared row (halves)
+    static constexpr int KW = KB / PARTS;          // keys per warp in the scores
+    static constexpr int NT = KW / 8;              // ... in tiles of 8
+    static constexpr int XG = PARTS > 1 ? W / PARTS : 1; // groups exchanging maxima, sums and weights
 };
+
+// The PARTS warps of warp group grp meet (named barrier 1 + grp; 0 is __syncthreads).
+template <int PARTS> __device__ __forceinline__ void group_sync(int grp)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(1 + grp), "r"(32 * PARTS) : "memory");
+}
 
 struct slot_info {
     int pos, block, valid;
@@ -80,12 +93,15 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     uint16_t(*ks)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * S::NSLOT * S::LDS);
     uint16_t(*vs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * (S::NSLOT + KB) * S::LDS);
     __shared__ int range_lo, range_hi;
+    __shared__ float red_max[S::XG][S::PARTS][16], red_sum[S::XG][S::PARTS][16];
+    __shared__ __align__(16) uint16_t pw[S::XG][16][KB + 8]; // the group's bf16 weights of one block
+    constexpr int NT = S::NT;
 
     if ((int)blockIdx.x >= *n_tiles) return;
     const struct kern_tile tile = tiles[blockIdx.x];
     const int kvh = blockIdx.y, G = n_heads / n_kv, kvd = n_kv * D, WZ = gridDim.z;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int grp = warp / S::PARTS, dpart = warp % S::PARTS;
+    const int grp = warp / S::PARTS, dpart = warp % S::PARTS, kw0 = dpart * S::KW;
     const struct kern_row m0 = meta[tile.row0];
     const int n_slots = tile.nrows * G;
     const bool live = grp * 16 < n_slots;
@@ -148,19 +164,19 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
             cp_async_wait<1>();
             __syncthreads();
 
-            // scores: 16 slots x 64 keys, 8 tiles of 8 keys (a warp group whose slots all lie past the tile's skips
-            // its products: their results are never stored)
-            float sc[8][4];
+            // scores: 16 slots x this warp's KW keys (KB / PARTS: the group's warps split the block's keys), tiles
+            // of 8 keys (a warp group whose slots all lie past the tile's skips its products: never stored)
+            float sc[NT][4];
 #pragma unroll
-            for (int j = 0; j < 8; j++) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
+            for (int j = 0; j < NT; j++) sc[j][0] = sc[j][1] = sc[j][2] = sc[j][3] = 0.0f;
 #pragma unroll 4
             for (int kc = 0; kc < (live ? D / 16 : 0); kc++) {
                 uint32_t a[4];
                 ldmatrix_x4(a, &qs[grp * 16 + (lane & 15)][kc * 16 + (lane >> 4) * 8]);
 #pragma unroll
-                for (int nj = 0; nj < 4; nj++) {
+                for (int nj = 0; nj < NT / 2; nj++) {
                     uint32_t r[4];
-                    ldmatrix_x4(r, &ks[nj * 16 + (lane & 7) + ((lane >> 4) << 3)][kc * 16 + ((lane >> 3) & 1) * 8]);
+                    ldmatrix_x4(r, &ks[kw0 + nj * 16 + (lane & 7) + ((lane >> 4) << 3)][kc * 16 + ((lane >> 3) & 1) * 8]);
                     uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
                     mma_bf16_16816(sc[2 * nj], a, b0);
                     mma_bf16_16816(sc[2 * nj + 1], a, b1);
@@ -169,17 +185,17 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
             __syncthreads(); // every warp has its scores: the key buffer is free
             if (more) load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd);
             cp_async_commit();
-            // mask, then the online softmax of each of the two slots
-            float corr[2];
+            // mask; the block maximum of each of the two slots over the group's warps (a maximum: any order)
+            float bm[2];
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int p = sl[h].pos, in_block = sl[h].block >= 0;
-                float bm = -INFINITY;
+                bm[h] = -INFINITY;
 #pragma unroll
-                for (int j = 0; j < 8; j++)
+                for (int j = 0; j < NT; j++)
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
-                        int kp = kb0 + j * 8 + 2 * t + e;
+                        int kp = kb0 + kw0 + j * 8 + 2 * t + e;
                         int same = in_block && kp >= m0.pos0 && kp < m0.pos0 + (m0.item_end - m0.base) &&
                                    meta[m0.base + kp - m0.pos0].block == sl[h].block;
                         int vis = is_full ? (kp <= p || (same && mask_all))
@@ -188,25 +204,52 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
                         vis = vis && sl[h].valid && kp >= 0;
                         float x = vis ? sc[j][2 * h + e] : -INFINITY;
                         sc[j][2 * h + e] = x;
-                        bm = fmaxf(bm, x);
+                        bm[h] = fmaxf(bm[h], x);
                     }
-                bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, 1));
-                bm = fmaxf(bm, __shfl_xor_sync(0xffffffffu, bm, 2));
-                float mn = fmaxf(mx[h], bm), ps = 0.0f;
-                corr[h] = mn == -INFINITY ? 1.0f : expf(mx[h] - mn);
+                bm[h] = fmaxf(bm[h], __shfl_xor_sync(0xffffffffu, bm[h], 1));
+                bm[h] = fmaxf(bm[h], __shfl_xor_sync(0xffffffffu, bm[h], 2));
+            }
+            if constexpr (S::PARTS > 1) {
+                if (t == 0) red_max[grp][dpart][g] = bm[0], red_max[grp][dpart][g + 8] = bm[1];
+                group_sync<S::PARTS>(grp);
 #pragma unroll
-                for (int j = 0; j < 8; j++)
+                for (int d = 0; d < S::PARTS; d++)
+                    bm[0] = fmaxf(bm[0], red_max[grp][d][g]), bm[1] = fmaxf(bm[1], red_max[grp][d][g + 8]);
+            }
+            // p = exp(s - max): fp32 into the sum (this warp's keys in tile order, then the group's warps in
+            // order), bf16 into the product with v
+            float corr[2], ps[2];
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float mn = fmaxf(mx[h], bm[h]);
+                corr[h] = mn == -INFINITY ? 1.0f : expf(mx[h] - mn);
+                ps[h] = 0.0f;
+#pragma unroll
+                for (int j = 0; j < NT; j++)
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
                         float x = sc[j][2 * h + e], pe = (mn == -INFINITY || x == -INFINITY) ? 0.0f : expf(x - mn);
                         sc[j][2 * h + e] = pe;
-                        ps += pe;
+                        ps[h] += pe;
                     }
-                ps += __shfl_xor_sync(0xffffffffu, ps, 1);
-                ps += __shfl_xor_sync(0xffffffffu, ps, 2);
-                l[h] = l[h] * corr[h] + ps;
+                ps[h] += __shfl_xor_sync(0xffffffffu, ps[h], 1);
+                ps[h] += __shfl_xor_sync(0xffffffffu, ps[h], 2);
                 mx[h] = mn;
             }
+            if constexpr (S::PARTS > 1) {
+                if (t == 0) red_sum[grp][dpart][g] = ps[0], red_sum[grp][dpart][g + 8] = ps[1];
+#pragma unroll
+                for (int j = 0; j < NT; j++) {
+                    *(uint32_t *)&pw[grp][g][kw0 + j * 8 + 2 * t] = pack_bf16x2(sc[j][0], sc[j][1]);
+                    *(uint32_t *)&pw[grp][g + 8][kw0 + j * 8 + 2 * t] = pack_bf16x2(sc[j][2], sc[j][3]);
+                }
+                group_sync<S::PARTS>(grp);
+                ps[0] = ps[1] = 0.0f;
+#pragma unroll
+                for (int d = 0; d < S::PARTS; d++) ps[0] += red_sum[grp][d][g], ps[1] += red_sum[grp][d][g + 8];
+            }
+#pragma unroll
+            for (int h = 0; h < 2; h++) l[h] = l[h] * corr[h] + ps[h];
 #pragma unroll
             for (int j = 0; j < S::DP / 8; j++) {
                 o[j][0] *= corr[0];
@@ -216,12 +259,18 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
             }
             cp_async_wait<1>();
             __syncthreads();
-            // o += p · v over the block's 4 chunks of 16 keys
+            // o += p · v over the block's 4 chunks of 16 keys (the weights from registers when one warp holds
+            // them all, else from the group's shared rows)
 #pragma unroll
             for (int kc = 0; kc < (live ? 4 : 0); kc++) {
-                uint32_t a[4] = {pack_bf16x2(sc[2 * kc][0], sc[2 * kc][1]), pack_bf16x2(sc[2 * kc][2], sc[2 * kc][3]),
-                                 pack_bf16x2(sc[2 * kc + 1][0], sc[2 * kc + 1][1]),
-                                 pack_bf16x2(sc[2 * kc + 1][2], sc[2 * kc + 1][3])};
+                uint32_t a[4];
+                if constexpr (S::PARTS == 1) {
+                    a[0] = pack_bf16x2(sc[2 * kc][0], sc[2 * kc][1]), a[1] = pack_bf16x2(sc[2 * kc][2], sc[2 * kc][3]);
+                    a[2] = pack_bf16x2(sc[2 * kc + 1][0], sc[2 * kc + 1][1]);
+                    a[3] = pack_bf16x2(sc[2 * kc + 1][2], sc[2 * kc + 1][3]);
+                } else {
+                    ldmatrix_x4(a, &pw[grp][lane & 15][kc * 16 + (lane >> 4) * 8]);
+                }
 #pragma unroll
                 for (int dj = 0; dj < S::DP / 16; dj++) {
                     uint32_t r[4];
@@ -246,6 +295,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
                 part_ml[2 * idx] = mx[h];
                 part_ml[2 * idx + 1] = l[h];
             }
+            if (mx[h] == -INFINITY) continue; // the merge reads no output of a partial that saw no key
             float *dst = part_acc + idx * D + dpart * S::DP;
 #pragma unroll
             for (int j = 0; j < S::DP / 8; j++) *(float2 *)&dst[j * 8 + 2 * t] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
