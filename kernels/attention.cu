@@ -51,6 +51,29 @@ struct slot_info {
     int pos, block, valid;
 };
 
+// a * fa + b * fb with one rounding order wherever it is written (no contraction left to the compiler)
+__device__ __forceinline__ float fold_add(float a, float fa, float b, float fb)
+{
+    return __fmaf_rn(a, fa, __fmul_rn(b, fb));
+}
+
+// The merge rule: a running state (m, l, acc) takes partial (pm, pl, pacc), partials in order 0 .. NP-1. A
+// partial that saw no key (pm = -inf) changes nothing; an empty running state becomes the partial exactly;
+// otherwise both are rescaled to the larger maximum. fold_scales gives the two factors (fa for the running
+// state, fb for the partial) and updates m and l; the caller scales the outputs. Returns 0 for "unchanged".
+__device__ __forceinline__ int fold_scales(float *m, float *l, float pm, float pl, float *fa, float *fb)
+{
+    if (pm == -INFINITY) return 0;
+    if (*m == -INFINITY) {
+        *m = pm, *l = pl, *fa = 0.0f, *fb = 1.0f;
+        return 1;
+    }
+    float mn = fmaxf(*m, pm);
+    *fa = expf(*m - mn), *fb = expf(pm - mn);
+    *l = fold_add(*l, *fa, pl, *fb), *m = mn;
+    return 1;
+}
+
 // The key range [lo, hi] row m may see (before the per-key mask).
 __device__ __forceinline__ void row_range(const struct kern_row &m, int is_full, int window, int mask_all, int *lo,
                                           int *hi)
@@ -83,7 +106,8 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_new, const uint16_t *__restrict__ v_new,
     const uint16_t *__restrict__ cache_k, const uint16_t *__restrict__ cache_v, const struct kern_row *__restrict__ meta,
     const struct kern_tile *__restrict__ tiles, const int *__restrict__ n_tiles, int n_heads, int n_kv, int cap,
-    int is_full, int window, int mask_all, float *__restrict__ part_acc, float *__restrict__ part_ml)
+    int is_full, int window, int mask_all, float *__restrict__ part_acc, float *__restrict__ part_ml,
+    uint16_t *__restrict__ out)
 {
     kern_dep_launch();
     kern_dep_wait();
@@ -106,16 +130,20 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     const int n_slots = tile.nrows * G;
     const bool live = grp * 16 < n_slots;
 
-    if (threadIdx.x == 0) {
+    if (warp == 0) { // the union of the tile's rows' ranges
         int lo = 1 << 30, hi = -1;
-        for (int i = 0; i < tile.nrows; i++) {
+        for (int i = lane; i < tile.nrows; i += 32) {
             int a, b;
             row_range(meta[tile.row0 + i], is_full, window, mask_all, &a, &b);
             lo = a < lo ? a : lo;
             hi = b > hi ? b : hi;
         }
-        range_lo = lo;
-        range_hi = hi;
+#pragma unroll
+        for (int d = 16; d; d >>= 1) {
+            lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, d));
+            hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, d));
+        }
+        if (lane == 0) range_lo = lo, range_hi = hi;
     }
     // queries of the block's slots: slot s = (row s / G of the tile, head kvh * G + s % G)
     for (int i = threadIdx.x; i < S::NSLOT * (D / 8); i += blockDim.x) {
@@ -150,6 +178,10 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     cp_async_commit();
     if (lw < NP) load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd);
     cp_async_commit();
+    // with one CTA per tile (WZ = 1) the partials fold here, in order, by the merge kernel's rule
+    float rm[2] = {-INFINITY, -INFINITY}, rl[2] = {0.0f, 0.0f}, ro[S::DP / 8][4];
+#pragma unroll
+    for (int j = 0; j < S::DP / 8; j++) ro[j][0] = ro[j][1] = ro[j][2] = ro[j][3] = 0.0f;
     for (int w = blockIdx.z; w < NP; w += WZ) {
         float mx[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
         float o[S::DP / 8][4];
@@ -185,25 +217,30 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
             __syncthreads(); // every warp has its scores: the key buffer is free
             if (more) load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd);
             cp_async_commit();
-            // mask; the block maximum of each of the two slots over the group's warps (a maximum: any order)
+            // mask (not needed where the slot sees the whole block: the image block rule only adds keys); the
+            // block maximum of each of the two slots over the group's warps (a maximum: any order)
             float bm[2];
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 const int p = sl[h].pos, in_block = sl[h].block >= 0;
+                const bool whole = sl[h].valid && kb0 + KB - 1 <= p && (is_full || kb0 > p - window);
                 bm[h] = -INFINITY;
 #pragma unroll
                 for (int j = 0; j < NT; j++)
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
-                        int kp = kb0 + kw0 + j * 8 + 2 * t + e;
-                        int same = in_block && kp >= m0.pos0 && kp < m0.pos0 + (m0.item_end - m0.base) &&
-                                   meta[m0.base + kp - m0.pos0].block == sl[h].block;
-                        int vis = is_full ? (kp <= p || (same && mask_all))
-                                          : (mask_all ? ((kp > p - window && kp <= p) || same)
-                                                      : (kp > p - window && (kp <= p || same)));
-                        vis = vis && sl[h].valid && kp >= 0;
-                        float x = vis ? sc[j][2 * h + e] : -INFINITY;
-                        sc[j][2 * h + e] = x;
+                        float x = sc[j][2 * h + e];
+                        if (!whole) {
+                            int kp = kb0 + kw0 + j * 8 + 2 * t + e;
+                            int same = in_block && kp >= m0.pos0 && kp < m0.pos0 + (m0.item_end - m0.base) &&
+                                       meta[m0.base + kp - m0.pos0].block == sl[h].block;
+                            int vis = is_full ? (kp <= p || (same && mask_all))
+                                              : (mask_all ? ((kp > p - window && kp <= p) || same)
+                                                          : (kp > p - window && (kp <= p || same)));
+                            vis = vis && sl[h].valid && kp >= 0;
+                            x = vis ? x : -INFINITY;
+                            sc[j][2 * h + e] = x;
+                        }
                         bm[h] = fmaxf(bm[h], x);
                     }
                 bm[h] = fmaxf(bm[h], __shfl_xor_sync(0xffffffffu, bm[h], 1));
@@ -285,6 +322,18 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
             cp_async_commit();
         }
 
+        if (WZ == 1) {
+#pragma unroll
+            for (int h = 0; h < 2; h++) {
+                float fa, fb;
+                if (!fold_scales(&rm[h], &rl[h], mx[h], l[h], &fa, &fb)) continue;
+#pragma unroll
+                for (int j = 0; j < S::DP / 8; j++)
+#pragma unroll
+                    for (int e = 0; e < 2; e++) ro[j][2 * h + e] = fold_add(ro[j][2 * h + e], fa, o[j][2 * h + e], fb);
+            }
+            continue;
+        }
         // this partial's state per slot: (max, sum) and the unnormalised output
 #pragma unroll
         for (int h = 0; h < 2; h++) {
@@ -301,10 +350,21 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
             for (int j = 0; j < S::DP / 8; j++) *(float2 *)&dst[j * 8 + 2 * t] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
         }
     }
+    if (WZ == 1) { // the tile's final outputs
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            int s = grp * 16 + g + 8 * h;
+            if (!sl[h].valid) continue;
+            uint16_t *dst = out + ((size_t)(tile.row0 + s / G) * n_heads + kvh * G + s % G) * D + dpart * S::DP;
+#pragma unroll
+            for (int j = 0; j < S::DP / 8; j++)
+                *(uint32_t *)&dst[j * 8 + 2 * t] = pack_bf16x2(ro[j][2 * h] / rl[h], ro[j][2 * h + 1] / rl[h]);
+        }
+    }
     cp_async_wait<0>();
 }
 
-// out (rows, heads, D) bf16 = the NP partials combined in partial order.
+// out (rows, heads, D) bf16 = the NP partials folded in partial order (fold_scales).
 __global__ void attention_merge_kernel(const float *__restrict__ part_acc, const float *__restrict__ part_ml,
                                        int n_heads, int D, uint16_t *__restrict__ out)
 {
@@ -312,27 +372,25 @@ __global__ void attention_merge_kernel(const float *__restrict__ part_acc, const
     kern_dep_wait();
     size_t idx = (size_t)blockIdx.x * n_heads + blockIdx.y;
     const float *ml = part_ml + idx * NP * 2, *acc = part_acc + idx * NP * D;
-    float big = -INFINITY, sum = 0.0f, f[NP];
+    float fa[NP], fb[NP], m = -INFINITY, l = 0.0f;
+    int used[NP];
 #pragma unroll
-    for (int w = 0; w < NP; w++) big = fmaxf(big, ml[2 * w]);
-#pragma unroll
-    for (int w = 0; w < NP; w++) {
-        f[w] = ml[2 * w] == -INFINITY ? 0.0f : expf(ml[2 * w] - big);
-        if (ml[2 * w] != -INFINITY) sum += ml[2 * w + 1] * f[w];
-    }
+    for (int w = 0; w < NP; w++) used[w] = fold_scales(&m, &l, ml[2 * w], ml[2 * w + 1], &fa[w], &fb[w]);
     for (int i = threadIdx.x; i < D; i += blockDim.x) {
         float a = 0.0f;
 #pragma unroll
         for (int w = 0; w < NP; w++)
-            if (ml[2 * w] != -INFINITY) a += acc[(size_t)w * D + i] * f[w];
-        out[idx * D + i] = f32_to_bf16_bits(a / sum);
+            if (used[w]) a = fold_add(a, fa[w], acc[(size_t)w * D + i], fb[w]);
+        out[idx * D + i] = f32_to_bf16_bits(a / l);
     }
 }
 
 // How many CTAs share a (tile, kv head)'s NP partials: all NP (one partial each) when tiles are few (decode),
-// fewer when there are many, so that each CTA loads its queries once and streams many key blocks; the
-// grid stays at `per_sm` or more CTAs per multiprocessor (G4_CUDA_ATTN_PER_SM, default 2; a tuning knob:
-// any value gives the same bits). A function of the launch's shape, never of a row.
+// fewer when there are many, so that each CTA loads its queries once and streams many key blocks, down to
+// one, which folds its partials itself and leaves no scratch to merge. The grid keeps `per_sm` or more CTAs
+// per multiprocessor: 2 in decode passes (short, latency-bound: many CTAs), 0.5 in prompt passes (where one
+// CTA per tile saves the merge's traffic). G4_CUDA_ATTN_PER_SM_DECODE and G4_CUDA_ATTN_PER_SM set them: tuning
+// knobs, as any value gives the same bits. A function of the launch's shape, never of a row.
 static int forced_groups = 0; // kern_attention_force_partial_groups
 
 extern "C" void kern_attention_force_partial_groups(int groups)
@@ -344,19 +402,26 @@ extern "C" void kern_attention_force_partial_groups(int groups)
     forced_groups = groups;
 }
 
-static int partial_groups(int units)
+static double env_positive(const char *name, double fallback)
 {
-    static int sms = 0, per_sm = 2;
+    const char *v = getenv(name);
+    return v && atof(v) > 0 ? atof(v) : fallback;
+}
+
+static int partial_groups(int units, int decode)
+{
+    static int sms = 0;
+    static double per_sm[2];
     if (forced_groups) return forced_groups;
     if (!sms) {
-        const char *v = getenv("G4_CUDA_ATTN_PER_SM");
-        if (v && atoi(v) > 0) per_sm = atoi(v);
+        per_sm[0] = env_positive("G4_CUDA_ATTN_PER_SM", 0.5);
+        per_sm[1] = env_positive("G4_CUDA_ATTN_PER_SM_DECODE", 2.0);
         int dev = 0;
         KERN_CHECK(cudaGetDevice(&dev));
         KERN_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     }
     int wz = NP;
-    while (wz > 1 && units * (wz / 2) >= per_sm * sms) wz /= 2;
+    while (wz > 1 && units * (wz / 2) >= per_sm[decode != 0] * sms) wz /= 2;
     return wz;
 }
 
@@ -364,7 +429,7 @@ template <int D, int W>
 static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
-                   int mask_all, float *part_acc, float *part_ml, kern_stream s)
+                   int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
 {
     typedef attn_shape<D, W> S;
     static bool configured = false;
@@ -373,9 +438,8 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
         KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         configured = true;
     }
-    dim3 grid(max_tiles, n_kv, partial_groups(max_tiles * n_kv));
-    kern_launch(attention_kernel<D, W>, grid, dim3(32 * W), smem, s, q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, n_heads,
-                                                    n_kv, cap, is_full, window, mask_all, part_acc, part_ml);
+    kern_launch(attention_kernel<D, W>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new, cache_k,
+                cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml, out);
     KERN_LAUNCHED();
 }
 
@@ -386,25 +450,26 @@ extern "C" int kern_attention_tile_rows(int D, int group, int decode)
     return group <= nslot ? nslot / group : 0;
 }
 
-extern "C" void kern_attention(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new,
-                               const uint16_t *cache_k, const uint16_t *cache_v, const struct kern_row *rows_meta,
-                               const struct kern_tile *tiles, const int *n_tiles, int max_tiles, int rows,
-                               int n_heads, int n_kv, int D, int cap, int is_full, int window, int mask_all,
-                               int decode, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
+extern "C" int kern_attention(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new,
+                              const uint16_t *cache_k, const uint16_t *cache_v, const struct kern_row *rows_meta,
+                              const struct kern_tile *tiles, const int *n_tiles, int max_tiles, int rows,
+                              int n_heads, int n_kv, int D, int cap, int is_full, int window, int mask_all,
+                              int decode, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
 {
-    if (rows == 0 || max_tiles == 0) return;
+    if (rows == 0 || max_tiles == 0) return 0;
     if (n_heads % n_kv || kern_attention_tile_rows(D, n_heads / n_kv, decode) == 0) {
         fprintf(stderr, "g4: fatal: kern_attention: %d query heads over %d kv heads at head dim %d\n", n_heads, n_kv, D);
         abort();
     }
+    const int wz = partial_groups(max_tiles * n_kv, decode);
 #define CASE(d)                                                                                                    \
     case d:                                                                                                        \
         if (decode)                                                                                                \
             launch<d, AW_DECODE>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, \
-                                 n_kv, cap, is_full, window, mask_all, part_acc, part_ml, s);                      \
+                                 n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);             \
         else                                                                                                       \
             launch<d, AW_PROMPT>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, \
-                                 n_kv, cap, is_full, window, mask_all, part_acc, part_ml, s);                      \
+                                 n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);             \
         break
     switch (D) {
         CASE(16);
@@ -418,6 +483,13 @@ extern "C" void kern_attention(const uint16_t *q, const uint16_t *k_new, const u
         abort();
     }
 #undef CASE
+    return wz > 1;
+}
+
+extern "C" void kern_attention_merge(const float *part_acc, const float *part_ml, int rows, int n_heads, int D,
+                                     uint16_t *out, kern_stream s)
+{
+    if (rows == 0) return;
     kern_launch(attention_merge_kernel, dim3(rows, n_heads), dim3(128), 0, s, part_acc, part_ml, n_heads, D, out);
     KERN_LAUNCHED();
 }

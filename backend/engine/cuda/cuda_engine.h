@@ -65,8 +65,8 @@ struct cuda_draw_row {
 /* G4_CUDA_PROFILE=1: CUDA events between the kernels of every pass (graphs off), device time per kind of
  * kernel, averaged per pass shape and printed when the engine is destroyed (cuda_profile.c). */
 enum cuda_prof_kind {
-    PROF_START, PROF_EMBED, PROF_QKV, PROF_QKV_PREP, PROF_ATTN, PROF_KV_STORE, PROF_O, PROF_RESID, PROF_GU, PROF_GEGLU,
-    PROF_DOWN, PROF_HEAD, PROF_DRAW, PROF_KINDS
+    PROF_START, PROF_EMBED, PROF_QKV, PROF_QKV_PREP, PROF_ATTN_SLIDING, PROF_ATTN_FULL, PROF_ATTN_MERGE,
+    PROF_KV_STORE, PROF_O, PROF_RESID, PROF_GU, PROF_GEGLU, PROF_DOWN, PROF_HEAD, PROF_DRAW, PROF_KINDS
 };
 #define CUDA_PROF_EVENTS 1024
 #define CUDA_PROF_SHAPES 16

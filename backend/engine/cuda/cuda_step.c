@@ -101,10 +101,13 @@ static void layer_forward(struct cuda_engine *e, const struct cuda_layer *l, int
                   l->inv_freq, e->meta, e->rms_eps, R, c->n_heads, c->n_kv_heads, c->head_dim, e->q16, e->k_new,
                   e->v_new, s);
     cuda_prof_mark(e, PROF_QKV_PREP);
-    kern_attention(e->q16, e->k_new, e->v_new, l->cache_k, l->cache_v, e->meta, e->tiles + (size_t)ts * e->max_rows,
-                   e->n_tiles + ts, graphed ? R : e->h_n_tiles[ts], R, c->n_heads, c->n_kv_heads, c->head_dim, l->cap, c->is_full,
-                   c->window, mask_all, e->decode_pass, e->part_acc, e->part_ml, e->o, s);
-    cuda_prof_mark(e, PROF_ATTN);
+    int merge = kern_attention(e->q16, e->k_new, e->v_new, l->cache_k, l->cache_v, e->meta,
+                               e->tiles + (size_t)ts * e->max_rows, e->n_tiles + ts, graphed ? R : e->h_n_tiles[ts], R,
+                               c->n_heads, c->n_kv_heads, c->head_dim, l->cap, c->is_full, c->window, mask_all,
+                               e->decode_pass, e->part_acc, e->part_ml, e->o, s);
+    cuda_prof_mark(e, c->is_full ? PROF_ATTN_FULL : PROF_ATTN_SLIDING);
+    if (merge) kern_attention_merge(e->part_acc, e->part_ml, R, c->n_heads, c->head_dim, e->o, s);
+    cuda_prof_mark(e, PROF_ATTN_MERGE);
     kern_kv_store(e->k_new, e->v_new, e->meta, R, c->kv_dim, l->cap, l->cache_k, l->cache_v, s);
     cuda_prof_mark(e, PROF_KV_STORE);
     gemm(e, e->o, l->wo, e->t, R, H, c->q_dim);
