@@ -1,19 +1,7 @@
-// elementwise — the small one-pass ops: GeGLU (tanh gelu of the gate times up, read from the fused
-// gate|up product, to bf16 for the down projection), the final soft-cap, and the image embedder's pixel rescale and position-table add.
+// elementwise — the small one-pass ops: the final soft-cap, and the image embedder's pixel rescale and
+// position-table add. (GeGLU runs in the gate|up product's epilogue: segments.cuh.)
 #include "common.cuh"
 #include "kernels.h"
-
-__global__ void geglu_kernel(const float *__restrict__ gu, long n, int I, uint16_t *__restrict__ out)
-{
-    kern_dep_launch();
-    kern_dep_wait();
-    const float k = 0.7978845608028654f; // sqrt(2/pi)
-    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n; i += (long)gridDim.x * blockDim.x) {
-        long r = i / I, c = i % I;
-        float x = gu[r * 2 * I + c];
-        out[i] = f32_to_bf16_bits(0.5f * x * (1.0f + tanhf(k * (x + 0.044715f * x * x * x))) * gu[r * 2 * I + I + c]);
-    }
-}
 
 __global__ void softcap_kernel(float *__restrict__ x, long n, float cap)
 {
@@ -46,14 +34,6 @@ static int blocks_for(long n)
 {
     long b = (n + 255) / 256;
     return (int)(b > 65535 ? 65535 : (b < 1 ? 1 : b));
-}
-
-extern "C" void kern_geglu(const float *gu, int rows, int I, uint16_t *out, kern_stream s)
-{
-    long n = (long)rows * I;
-    if (n == 0) return;
-    kern_launch(geglu_kernel, dim3(blocks_for(n)), dim3(256), 0, s, gu, n, I, out);
-    KERN_LAUNCHED();
 }
 
 extern "C" void kern_softcap(float *logits, long n, float cap, kern_stream s)

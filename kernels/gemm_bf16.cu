@@ -41,9 +41,10 @@ __device__ __forceinline__ void load_stage(tiled_smem *sm, int st, const uint16_
 // One CTA: a 128x128 tile of y over one K segment [k_begin, k_end). With one segment it writes y; with
 // several it writes its segment's tile to scratch, and the CTA that completes the tile (an arrival counter per
 // tile) adds the segments in order to 0.0f, then the bias — the decode kernel's epilogue, element for element.
-__global__ void __launch_bounds__(256, 1) gemm_tiled_kernel(const uint16_t *__restrict__ X, const uint16_t *__restrict__ W,
-                                                            const float *__restrict__ bias, float *__restrict__ Y, int M,
-                                                            int N, int K, int nseg, float *partial, int *counters)
+__global__ void __launch_bounds__(256, 1)
+    gemm_tiled_kernel(const uint16_t *__restrict__ X, const uint16_t *__restrict__ W, const float *__restrict__ bias,
+                      float *__restrict__ Y, uint16_t *__restrict__ H, int M, int N, int K, int nseg, float *partial,
+                      int *counters)
 {
     kern_dep_launch();
     kern_dep_wait();
@@ -106,14 +107,15 @@ __global__ void __launch_bounds__(256, 1) gemm_tiled_kernel(const uint16_t *__re
         for (int ni = 0; ni < 4; ni++)
 #pragma unroll
             for (int h = 0; h < 2; h++)
-                seg_store2(Y, partial, bias, M, N, nseg, seg, m0 + wm * 64 + mi * 16 + g + 8 * h,
+                seg_store2(Y, H, partial, bias, M, N, nseg, seg, m0 + wm * 64 + mi * 16 + g + 8 * h,
                            n0 + wn * 32 + ni * 8 + 2 * t, acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]);
     if (nseg > 1)
-        seg_finish(Y, partial, bias, M, N, nseg, m0, n0, BM, BN, &counters[blockIdx.x * gridDim.y + blockIdx.y], &last);
+        seg_finish(Y, H, partial, bias, M, N, nseg, m0, n0, BM, BN, &counters[blockIdx.x * gridDim.y + blockIdx.y],
+                   &last);
 }
 
-extern "C" void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
-                               const struct kern_gemm_ws *ws, kern_stream s)
+extern "C" void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M,
+                               int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
     static bool configured = false;
     int nseg = kern_gemm_segments(N, K), smem = (int)sizeof(tiled_smem);
@@ -122,6 +124,7 @@ extern "C" void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float
                 nseg > 1 && (!ws || !ws->partial) ? " without scratch" : "");
         abort();
     }
+    seg_check_h("kern_gemm_bf16", h, N);
     if (M == 0 || N == 0) return;
     if ((N + BN - 1) / BN > 65535) {
         fprintf(stderr, "g4: fatal: kern_gemm_bf16: N = %d over the grid limit\n", N);
@@ -132,14 +135,14 @@ extern "C" void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float
         configured = true;
     }
     dim3 grid((M + BM - 1) / BM, (N + BN - 1) / BN, nseg);
-    kern_launch(gemm_tiled_kernel, dim3(grid), dim3(256), smem, s, x, w, bias, y, M, N, K, nseg, nseg > 1 ? ws->partial : NULL,
-                                             nseg > 1 ? ws->counters : NULL);
+    kern_launch(gemm_tiled_kernel, dim3(grid), dim3(256), smem, s, x, w, bias, y, h, M, N, K, nseg,
+                nseg > 1 ? ws->partial : NULL, nseg > 1 ? ws->counters : NULL);
     KERN_LAUNCHED();
 }
 
-extern "C" void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
-                          const struct kern_gemm_ws *ws, kern_stream s)
+extern "C" void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
+                          int K,                           const struct kern_gemm_ws *ws, kern_stream s)
 {
-    if (M <= 64) kern_gemm_skinny(x, w, bias, y, M, N, K, ws, s);
-    else kern_gemm_wgmma(x, w, bias, y, M, N, K, ws, s);
+    if (M <= 64) kern_gemm_skinny(x, w, bias, y, h, M, N, K, ws, s);
+    else kern_gemm_wgmma(x, w, bias, y, h, M, N, K, ws, s);
 }

@@ -60,6 +60,7 @@ template <int MT>
 __global__ void __launch_bounds__(32 * SK_WARPS) gemm_skinny_kernel(const uint16_t *__restrict__ X,
                                                                    const uint16_t *__restrict__ W,
                                                                    const float *__restrict__ bias, float *__restrict__ Y,
+                                                                   uint16_t *__restrict__ H,
                                                                    int M, int N, int K, int nseg, float *partial,
                                                                    int *counters)
 {
@@ -126,14 +127,14 @@ __global__ void __launch_bounds__(32 * SK_WARPS) gemm_skinny_kernel(const uint16
     for (int mi = 0; mi < MT; mi++)
 #pragma unroll
         for (int h = 0; h < 2; h++)
-            seg_store2(Y, partial, bias, M, N, nseg, seg, mi * 16 + g + 8 * h, n0 + warp * 8 + 2 * t, acc[mi][2 * h],
+            seg_store2(Y, H, partial, bias, M, N, nseg, seg, mi * 16 + g + 8 * h, n0 + warp * 8 + 2 * t, acc[mi][2 * h],
                        acc[mi][2 * h + 1]);
-    if (nseg > 1) seg_finish(Y, partial, bias, M, N, nseg, 0, n0, M, SK_BN, &counters[blockIdx.x], &sm->last);
+    if (nseg > 1) seg_finish(Y, H, partial, bias, M, N, nseg, 0, n0, M, SK_BN, &counters[blockIdx.x], &sm->last);
 }
 
 template <int MT>
-static void launch(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K, int nseg,
-                   const struct kern_gemm_ws *ws, kern_stream s)
+static void launch(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N, int K,
+                   int nseg, const struct kern_gemm_ws *ws, kern_stream s)
 {
     size_t smem = sizeof(skinny_smem<MT>);
     static bool configured = false;
@@ -142,13 +143,13 @@ static void launch(const uint16_t *x, const uint16_t *w, const float *bias, floa
         configured = true;
     }
     dim3 grid((N + SK_BN - 1) / SK_BN, nseg);
-    kern_launch(gemm_skinny_kernel<MT>, dim3(grid), dim3(32 * SK_WARPS), smem, s, x, w, bias, y, M, N, K, nseg, nseg > 1 ? ws->partial : NULL,
-                                                            nseg > 1 ? ws->counters : NULL);
+    kern_launch(gemm_skinny_kernel<MT>, dim3(grid), dim3(32 * SK_WARPS), smem, s, x, w, bias, y, h, M, N, K, nseg,
+                nseg > 1 ? ws->partial : NULL, nseg > 1 ? ws->counters : NULL);
     KERN_LAUNCHED();
 }
 
-extern "C" void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N,
-                                 int K, const struct kern_gemm_ws *ws, kern_stream s)
+extern "C" void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M,
+                                 int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
     int nseg = kern_gemm_segments(N, K);
     if (K % 16 != 0 || M > 64 || (nseg > 1 && (!ws || !ws->partial || !ws->counters))) {
@@ -156,8 +157,9 @@ extern "C" void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const flo
                 nseg, nseg > 1 && (!ws || !ws->partial) ? "without scratch" : "");
         abort();
     }
+    seg_check_h("kern_gemm_skinny", h, N);
     if (M == 0 || N == 0) return;
-    if (M <= 16) launch<1>(x, w, bias, y, M, N, K, nseg, ws, s);
-    else if (M <= 32) launch<2>(x, w, bias, y, M, N, K, nseg, ws, s);
-    else launch<4>(x, w, bias, y, M, N, K, nseg, ws, s);
+    if (M <= 16) launch<1>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    else if (M <= 32) launch<2>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    else launch<4>(x, w, bias, y, h, M, N, K, nseg, ws, s);
 }

@@ -169,6 +169,7 @@ template <int VARIANT>
 __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_t *__restrict__ X,
                                                                   const uint16_t *__restrict__ W,
                                                                   const float *__restrict__ bias, float *__restrict__ Y,
+                                                                  uint16_t *__restrict__ H,
                                                                   int M, int N, int K, int nseg, float *partial,
                                                                   int *counters)
 {
@@ -243,17 +244,19 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
 #pragma unroll
         for (int h = 0; h < 2; h++) {
             int i = 4 * j + 2 * h;
-            if (SEQ) seg_store2(Y, NULL, bias, M, N, 1, 0, rbase + 8 * h, n0 + 8 * j + 2 * t, total[SEQ ? i : 0],
+            if (SEQ) seg_store2(Y, H, NULL, bias, M, N, 1, 0, rbase + 8 * h, n0 + 8 * j + 2 * t, total[SEQ ? i : 0],
                                 total[SEQ ? i + 1 : 0]);
-            else seg_store2(Y, partial, bias, M, N, nseg, seg, rbase + 8 * h, n0 + 8 * j + 2 * t, acc[i], acc[i + 1]);
+            else seg_store2(Y, H, partial, bias, M, N, nseg, seg, rbase + 8 * h, n0 + 8 * j + 2 * t, acc[i],
+                            acc[i + 1]);
         }
     if (!SEQ && nseg > 1)
-        seg_finish(Y, partial, bias, M, N, nseg, m0, n0, WG_BM, BN, &counters[blockIdx.x * gridDim.y + blockIdx.y], &last);
+        seg_finish(Y, H, partial, bias, M, N, nseg, m0, n0, WG_BM, BN, &counters[blockIdx.x * gridDim.y + blockIdx.y],
+                   &last);
 }
 
 template <int VARIANT>
-static void wgmma_launch(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K, int nseg,
-                         const struct kern_gemm_ws *ws, kern_stream s)
+static void wgmma_launch(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
+                         int K, int nseg, const struct kern_gemm_ws *ws, kern_stream s)
 {
     static bool configured = false;
     if (!configured) {
@@ -263,14 +266,14 @@ static void wgmma_launch(const uint16_t *x, const uint16_t *w, const float *bias
     }
     bool seq = VARIANT == 3, scratch = nseg > 1 && !seq;
     dim3 grid((M + WG_BM - 1) / WG_BM, (N + WG_TILE_N(VARIANT) - 1) / WG_TILE_N(VARIANT), seq ? 1 : nseg);
-    kern_launch(gemm_wgmma_kernel<VARIANT>, grid, dim3(WG_THREADS), WG_SMEM(VARIANT), s, x, w, bias, y, M, N, K, nseg,
-                scratch ? ws->partial : NULL, scratch ? ws->counters : NULL);
+    kern_launch(gemm_wgmma_kernel<VARIANT>, grid, dim3(WG_THREADS), WG_SMEM(VARIANT), s, x, w, bias, y, h, M, N, K,
+                nseg, scratch ? ws->partial : NULL, scratch ? ws->counters : NULL);
     KERN_LAUNCHED();
 }
 
 // The product with descriptor variant 0 or 1 (head comment); for the test, which declares it itself.
 extern "C" void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
-                                        int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
+                                        uint16_t *h, int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
     int nseg = kern_gemm_segments(N, K);
     if (K % 16 != 0 || variant < 0 || variant > 3 || (nseg > 1 && (!ws || !ws->partial || !ws->counters))) {
@@ -278,23 +281,24 @@ extern "C" void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const ui
                 variant, nseg, nseg > 1 && (!ws || !ws->partial) ? " without scratch" : "");
         abort();
     }
+    seg_check_h("kern_gemm_wgmma", h, N);
     if (M == 0 || N == 0) return;
     if ((K / nseg) % WG_BK != 0) { // segments not in whole stages: the mma.sync kernel, same bits by the rule
-        kern_gemm_bf16(x, w, bias, y, M, N, K, ws, s);
+        kern_gemm_bf16(x, w, bias, y, h, M, N, K, ws, s);
         return;
     }
     if ((N + 127) / 128 > 65535) {
         fprintf(stderr, "g4: fatal: kern_gemm_wgmma: N = %d over the grid limit\n", N);
         abort();
     }
-    if (variant == 0) wgmma_launch<0>(x, w, bias, y, M, N, K, nseg, ws, s);
-    else if (variant == 1) wgmma_launch<1>(x, w, bias, y, M, N, K, nseg, ws, s);
-    else if (variant == 2) wgmma_launch<2>(x, w, bias, y, M, N, K, nseg, ws, s);
-    else wgmma_launch<3>(x, w, bias, y, M, N, K, nseg, ws, s);
+    if (variant == 0) wgmma_launch<0>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    else if (variant == 1) wgmma_launch<1>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    else if (variant == 2) wgmma_launch<2>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    else wgmma_launch<3>(x, w, bias, y, h, M, N, K, nseg, ws, s);
 }
 
-extern "C" void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
-                                const struct kern_gemm_ws *ws, kern_stream s)
+extern "C" void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M,
+                                int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
     // 256-wide tiles for many outputs (gate|up: 535-590 TFLOP/s), else 128-wide with the segments in one CTA
     // (q|k|v, o, down: 360-470, against 120-400 for the others; docs/perf.md, version 5). G4_CUDA_WGMMA=0..3
@@ -304,5 +308,5 @@ extern "C" void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const floa
         const char *v = getenv("G4_CUDA_WGMMA");
         forced = v && v[0] >= '0' && v[0] <= '3' && !v[1] ? v[0] - '0' : -1;
     }
-    kern_gemm_wgmma_variant(forced >= 0 ? forced : N >= 16384 ? 1 : 3, x, w, bias, y, M, N, K, ws, s);
+    kern_gemm_wgmma_variant(forced >= 0 ? forced : N >= 16384 ? 1 : 3, x, w, bias, y, h, M, N, K, ws, s);
 }

@@ -29,7 +29,10 @@ struct kern_row {
 
 /* ---- matrix products ------------------------------------------------------------------------------------
  * y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias (N) fp32), K % 16 == 0, on tensor cores (mma.sync
- * m16n8k16, bf16 in, fp32 accumulate).
+ * m16n8k16, bf16 in, fp32 accumulate). Every product takes h too: NULL, or, for the gate|up product, where
+ * the finished values go instead of y: h (M, N/2) bf16 = GeGLU(gate, up), N % 4 == 0, the weight rows
+ * interleaved in pairs (gate rows 2j, 2j+1, then up rows 2j, 2j+1: rows 4j .. 4j+3),
+ * so y (M, N) fp32 never reaches memory. The same bits as the product into y then GeGLU (segments.cuh).
  *
  * The reduction rule, the same in every kernel: K is cut into kern_gemm_segments(N, K) equal segments; each
  * segment's chunks of 16 run in increasing order through one fp32 accumulator that starts at zero; the
@@ -63,21 +66,21 @@ static inline int kern_gemm_ws_counters(int M, int N)
 }
 
 /* The decode kernel (M <= 64): weights streamed once through a cp.async pipeline, blocks over (N, segment). */
-void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
-                      const struct kern_gemm_ws *ws, kern_stream s);
+void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
+                      int K, const struct kern_gemm_ws *ws, kern_stream s);
 
 /* The prompt kernel (any M): 128x128 tiles, a 4-stage cp.async pipeline, segments in CTAs of their own. */
-void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
-                    const struct kern_gemm_ws *ws, kern_stream s);
+void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
+                    int K, const struct kern_gemm_ws *ws, kern_stream s);
 
 /* The prompt kernel's contract on Hopper wgmma (gemm_wgmma.cu): 128x256 tiles, 128-byte swizzled stages;
  * segments not a multiple of 64 long go to kern_gemm_bf16. Same bits (tests/unit/test_cuda_wgmma.c). */
-void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
-                     const struct kern_gemm_ws *ws, kern_stream s);
+void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
+                     int K, const struct kern_gemm_ws *ws, kern_stream s);
 
 /* The product by the kernel that suits M (decode kernel up to 64 rows, wgmma above); same bits either way. */
-void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M, int N, int K,
-               const struct kern_gemm_ws *ws, kern_stream s);
+void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
+               int K, const struct kern_gemm_ws *ws, kern_stream s);
 
 /* Row-wise RMSNorm of x (rows, n) fp32 with weight w (n) fp32 (NULL: no weight); writes y32 (fp32) and/or
  * y16 (bf16) when not NULL. */
@@ -145,9 +148,6 @@ void kern_attention_force_partial_groups(int groups);
 void kern_kv_store(const uint16_t *k_new, const uint16_t *v_new, const struct kern_row *rows_meta, int rows,
                    int kvd, int cap, uint16_t *cache_k, uint16_t *cache_v, kern_stream s);
 
-/* out (rows, I) bf16 = gelu_tanh(gu[:, :I]) * gu[:, I:], fp32 math; gu (rows, 2I) fp32 (the fused gate|up
- * product). */
-void kern_geglu(const float *gu, int rows, int I, uint16_t *out, kern_stream s);
 
 /* logits (n) = cap * tanh(logits / cap). */
 void kern_softcap(float *logits, long n, float cap, kern_stream s);

@@ -1,5 +1,6 @@
 // segments.cuh — the end of the reduction rule (kernels.h), shared by the three product kernels
-// (gemm_skinny.cu, gemm_bf16.cu, gemm_wgmma.cu): how an element's segment chains become y.
+// (gemm_skinny.cu, gemm_bf16.cu, gemm_wgmma.cu): how an element's segment chains become y, or, for the
+// gate|up product, h = GeGLU(gate, up) in bf16 without y ever reaching memory.
 //
 // A product of one segment writes (0.0f + chain) + bias. A product of several writes each segment's chain
 // to scratch; the CTA that completes a tile (an arrival counter per tile) adds the segments in segment order
@@ -8,18 +9,48 @@
 #pragma once
 
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+// The host's check of a product's h (kernels.h): GeGLU pairs columns in fours.
+static inline void seg_check_h(const char *who, const uint16_t *h, int N)
+{
+    if (h && N % 4) {
+        fprintf(stderr, "g4: fatal: %s: GeGLU output for N = %d (a multiple of 4)\n", who, N);
+        abort();
+    }
+}
+
+// GeGLU of a gate|up product (spec §2.5: gelu_tanh(gate) * up), one rounding order wherever it runs. The
+// weights' rows come interleaved in pairs (kernels.h): product columns 4j, 4j+1 are gate rows 2j, 2j+1, and
+// columns 4j+2, 4j+3 the up rows, so h column 2j+e = geglu(column 4j+e, column 4j+2+e) — and in every mma
+// layout the lane holding columns 4j, 4j+1 (t even) has the up pair in lane t + 1.
+__device__ __forceinline__ float geglu1(float x, float up)
+{
+    const float k = 0.7978845608028654f; // sqrt(2/pi)
+    float x3 = __fmul_rn(__fmul_rn(x, x), x), th = tanhf(__fmul_rn(k, __fmaf_rn(0.044715f, x3, x)));
+    return __fmul_rn(__fmul_rn(__fmul_rn(0.5f, x), __fadd_rn(1.0f, th)), up);
+}
 
 // This thread's two adjacent outputs (row r, columns c and c + 1; c even) of segment seg: the finished
 // values when nseg == 1, else the segment's chains into partial (nseg slices of M x N). Rows past M and
-// columns past N are not written.
-__device__ __forceinline__ void seg_store2(float *Y, float *partial, const float *bias, int M, int N, int nseg, int seg,
-                                           int r, int c, float a0, float a1)
+// columns past N are not written. With H (gate|up products, N % 4 == 0) the finished values go through
+// GeGLU into H (M, N/2) bf16 instead of Y; every lane of the warp must call it then (a shuffle pairs them).
+__device__ __forceinline__ void seg_store2(float *Y, uint16_t *H, float *partial, const float *bias, int M, int N,
+                                           int nseg, int seg, int r, int c, float a0, float a1)
 {
-    if (r >= M) return;
     float v[2] = {a0, a1};
     if (nseg == 1)
 #pragma unroll
         for (int e = 0; e < 2; e++) v[e] = (0.0f + v[e]) + (bias && c + e < N ? bias[c + e] : 0.0f);
+    if (H && nseg == 1) {
+        float u0 = __shfl_xor_sync(0xffffffffu, v[0], 1), u1 = __shfl_xor_sync(0xffffffffu, v[1], 1);
+        if (r >= M || (c & 2) || c >= N) return;
+        *(uint32_t *)&H[(size_t)r * (N / 2) + c / 2] =
+            f32_to_bf16_bits(geglu1(v[0], u0)) | (uint32_t)f32_to_bf16_bits(geglu1(v[1], u1)) << 16;
+        return;
+    }
+    if (r >= M) return;
     float *dst = (nseg == 1 ? Y : partial + (size_t)seg * M * N) + (size_t)r * N + c;
     if (c + 1 < N && (N % 2) == 0) *(float2 *)dst = make_float2(v[0], v[1]);
     else
@@ -28,11 +59,23 @@ __device__ __forceinline__ void seg_store2(float *Y, float *partial, const float
             if (c + e < N) dst[e] = v[e];
 }
 
+// One finished element of a product cut into segments: its chains added in segment order to 0.0f, then
+// the bias.
+__device__ __forceinline__ float seg_total(const float *partial, const float *bias, int M, int N, int nseg, int r,
+                                           int c)
+{
+    float total = 0.0f;
+    for (int q = 0; q < nseg; q++) total += __ldcg(&partial[((size_t)q * M + r) * N + c]);
+    return total + (bias ? bias[c] : 0.0f);
+}
+
 // Called by every thread of a CTA after its seg_store2 calls (nseg > 1): the CTA that completes the tile
-// of rows [m0, m0 + rows) and columns [n0, n0 + cols) adds its segments in order and writes y; the others
-// return. counter: the tile's arrival counter, reset to zero by the last arrival; last: a shared flag.
-__device__ __forceinline__ void seg_finish(float *Y, const float *partial, const float *bias, int M, int N, int nseg,
-                                           int m0, int n0, int rows, int cols, int *counter, int *last)
+// of rows [m0, m0 + rows) and columns [n0, n0 + cols) adds its segments in order and writes y (or, with H,
+// h = GeGLU of the gate and up columns; n0 and cols multiples of 4); the others return. counter: the tile's
+// arrival counter, reset to zero by the last arrival; last: a shared flag.
+__device__ __forceinline__ void seg_finish(float *Y, uint16_t *H, const float *partial, const float *bias, int M,
+                                           int N, int nseg, int m0, int n0, int rows, int cols, int *counter,
+                                           int *last)
 {
     __threadfence();
     __syncthreads();
@@ -43,11 +86,18 @@ __device__ __forceinline__ void seg_finish(float *Y, const float *partial, const
     __syncthreads();
     if (!*last) return;
     __threadfence();
+    if (H) {
+        for (int i = threadIdx.x; i < rows * (cols / 2); i += blockDim.x) {
+            int r = m0 + i / (cols / 2), hc = n0 / 2 + i % (cols / 2), c = (hc / 2) * 4 + hc % 2;
+            if (r >= M || c >= N) continue;
+            H[(size_t)r * (N / 2) + hc] = f32_to_bf16_bits(
+                geglu1(seg_total(partial, bias, M, N, nseg, r, c), seg_total(partial, bias, M, N, nseg, r, c + 2)));
+        }
+        return;
+    }
     for (int i = threadIdx.x; i < rows * cols; i += blockDim.x) {
         int r = m0 + i / cols, c = n0 + i % cols;
         if (r >= M || c >= N) continue;
-        float total = 0.0f;
-        for (int q = 0; q < nseg; q++) total += __ldcg(&partial[((size_t)q * M + r) * N + c]);
-        Y[(size_t)r * N + c] = total + (bias ? bias[c] : 0.0f);
+        Y[(size_t)r * N + c] = seg_total(partial, bias, M, N, nseg, r, c);
     }
 }

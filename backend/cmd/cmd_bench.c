@@ -66,7 +66,10 @@ static double time_decode(struct engine *e, int streams, int ctx, int window, in
     return util_median(t, BENCH_STEPS);
 }
 
-/* Seconds to prefill T tokens in one stream (chunks of ENGINE_CHUNK_ROWS), logits of the last row only. */
+/* Rows per prompt chunk in the prefill figures: ENGINE_CHUNK_ROWS, or --chunk. */
+static long bench_chunk = ENGINE_CHUNK_ROWS;
+
+/* Seconds to prefill T tokens in one stream (chunks of bench_chunk), logits of the last row only. */
 static double time_prefill(struct engine *e, int T, int V)
 {
     int32_t *ids = g4_malloc((size_t)T * sizeof *ids);
@@ -76,7 +79,7 @@ static double time_prefill(struct engine *e, int T, int V)
     double t0;
     for (int i = 0; i < T; i++) ids[i] = i ? 1000 + (i * 7919) % 200000 : 2;
     t0 = util_now();
-    G4_CHECK(prefill_run(e, s, ids, T, NULL, 0, ENGINE_CHUNK_ROWS, logits, 0, err) == 0, "%s", err);
+    G4_CHECK(prefill_run(e, s, ids, T, NULL, 0, (int)bench_chunk, logits, 0, err) == 0, "%s", err);
     t0 = util_now() - t0;
     engine_stream_close(e, s);
     free(ids);
@@ -102,7 +105,7 @@ static double time_prefill_image(struct engine *e, const struct cfg_model *c, in
     for (int i = 0; i < n_patches; i++) pos[2 * i] = i % 14, pos[2 * i + 1] = i / 14;
     for (size_t i = 0; i < (size_t)n_patches * 6912; i++) px[i] = (uint8_t)(i * 2654435761u >> 24);
     t0 = util_now();
-    G4_CHECK(prefill_run(e, s, ids, T, &img, 1, ENGINE_CHUNK_ROWS, logits, 0, err) == 0, "%s", err);
+    G4_CHECK(prefill_run(e, s, ids, T, &img, 1, (int)bench_chunk, logits, 0, err) == 0, "%s", err);
     t0 = util_now() - t0;
     engine_stream_close(e, s);
     free(ids);
@@ -156,6 +159,8 @@ int cmd_bench(int argc, char **argv)
             if (cmd_parse_int("bench", "--max-prefill", argv[++i], 512, 32768, &max_prefill)) return 2;
         } else if (!strcmp(argv[i], "--max-streams") && i + 1 < argc) {
             if (cmd_parse_int("bench", "--max-streams", argv[++i], 1, 64, &max_streams)) return 2;
+        } else if (!strcmp(argv[i], "--chunk") && i + 1 < argc) {
+            if (cmd_parse_int("bench", "--chunk", argv[++i], 64, ENGINE_MAX_CHUNK, &bench_chunk)) return 2;
         } else if (!strcmp(argv[i], "--decode-only")) {
             decode_only = 1;
         } else if (!strcmp(argv[i], "--layers") && i + 1 < argc) {
@@ -221,7 +226,7 @@ int cmd_bench(int argc, char **argv)
             fflush(stdout);
         }
     }
-    printf("\n| prefill tokens | seconds | tokens/s |\n|---|---|---|\n");
+    printf("\nprefill in chunks of %ld rows\n\n| prefill tokens | seconds | tokens/s |\n|---|---|---|\n", bench_chunk);
     for (size_t p = 0; p < sizeof prefills / sizeof *prefills; p++) {
         double t;
         if (prefills[p] > max_prefill || prefills[p] + 1 > o.max_context) continue;

@@ -54,15 +54,15 @@ static void check_shape(const struct gemm_shape *sh)
     CK(cudaMemcpy(dw, hw, nw * 2, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dbias, hbias, (size_t)N * 4, cudaMemcpyHostToDevice));
     /* the reference rows: the prompt kernel over MAX_M rows */
-    kern_gemm_bf16(dx, dw, dbias, dref, MAX_M, N, K, &ws, NULL);
+    kern_gemm_bf16(dx, dw, dbias, dref, NULL, MAX_M, N, K, &ws, NULL);
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(ref, dref, ny * 4, cudaMemcpyDeviceToHost));
     /* decode kernel at each M, prompt kernel at M = 65 and 130: rows equal to the reference's, bit for bit */
     for (int mi = 0; mi < (int)(sizeof Ms / sizeof *Ms) + 2; mi++) {
         int M = mi < (int)(sizeof Ms / sizeof *Ms) ? Ms[mi] : (mi == (int)(sizeof Ms / sizeof *Ms) ? 65 : 130);
         CK(cudaMemset(dy, 0xff, ny * 4));
-        if (M <= 64) kern_gemm_skinny(dx, dw, dbias, dy, M, N, K, &ws, NULL);
-        else kern_gemm_bf16(dx, dw, dbias, dy, M, N, K, &ws, NULL);
+        if (M <= 64) kern_gemm_skinny(dx, dw, dbias, dy, NULL, M, N, K, &ws, NULL);
+        else kern_gemm_bf16(dx, dw, dbias, dy, NULL, M, N, K, &ws, NULL);
         CK(cudaDeviceSynchronize());
         CK(cudaMemcpy(got, dy, (size_t)M * N * 4, cudaMemcpyDeviceToHost));
         if (memcmp(got, ref, (size_t)M * N * 4)) {

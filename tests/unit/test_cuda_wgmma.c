@@ -9,6 +9,10 @@
  * variants (gemm_wgmma.cu, head comment: 0 unswizzled, 1 the 128-byte swizzle, 2 the same 128 wide, 3 128 wide
  * with a tile's segments run in order by one CTA) are run and asserted.
  *
+ * GeGLU: at three gate|up shapes (one segment, two, and K = 96 where the mma.sync kernel runs) every kernel's
+ * fused GeGLU output h must equal the decode/prompt kernel's bit for bit, and that within bf16 rounding of
+ * GeGLU in double of the unfused product (so a wrong column pairing fails).
+ *
  * Speed: a markdown table of TFLOP/s of kern_gemm_bf16, both wgmma layouts and cuBLAS (a ceiling: no bias, its
  * own reduction order) at the 12B's shapes, M = 512 .. 8192. Printed, never asserted. */
 #include <math.h>
@@ -26,8 +30,8 @@
 
 /* gemm_wgmma.cu's launcher of one variant (0: unswizzled core matrices, 1: the 128-byte swizzle, 2: the same
  * 128 wide, 3: 128 wide, segments in one CTA). Not in kernels.h: only this test chooses one. */
-void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const uint16_t *w, const float *bias, float *y, int M,
-                             int N, int K, const struct kern_gemm_ws *ws, kern_stream s);
+void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
+                             uint16_t *h, int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s);
 
 #define MAX_M 1000
 #define VARIANTS 4
@@ -101,9 +105,9 @@ static void check_shape(const struct gemm_shape *sh)
             long nd;
             CK(cudaMemset(dref, 0xff, ny * 4));
             CK(cudaMemset(dy, 0xff, ny * 4));
-            if (M <= 64) kern_gemm_skinny(dx, dw, b, dref, M, N, K, &ws, NULL);
-            else kern_gemm_bf16(dx, dw, b, dref, M, N, K, &ws, NULL);
-            kern_gemm_wgmma_variant(v, dx, dw, b, dy, M, N, K, &ws, NULL);
+            if (M <= 64) kern_gemm_skinny(dx, dw, b, dref, NULL, M, N, K, &ws, NULL);
+            else kern_gemm_bf16(dx, dw, b, dref, NULL, M, N, K, &ws, NULL);
+            kern_gemm_wgmma_variant(v, dx, dw, b, dy, NULL, M, N, K, &ws, NULL);
             CK(cudaDeviceSynchronize());
             CK(cudaMemcpy(ref, dref, (size_t)M * N * 4, cudaMemcpyDeviceToHost));
             CK(cudaMemcpy(got, dy, (size_t)M * N * 4, cudaMemcpyDeviceToHost));
@@ -160,9 +164,97 @@ static void check_shape(const struct gemm_shape *sh)
     free(hctr);
 }
 
+/* ---- the gate|up product's GeGLU epilogue (h, kernels.h) ------------------------------------------------- */
+/* gate|up products: the 12B's (one segment), the wide test model's (two: the completing CTA's GeGLU) and the
+ * tiny fixtures' (K = 96: segments not whole wgmma stages, the mma.sync kernel). */
+static const struct gemm_shape GEGLU_SHAPES[] = {{"12B gate|up", 30720, 3840}, {"wide gate|up", 8192, 1024},
+                                                 {"tiny gate|up", 384, 96}};
+
+static double geglu_double(double g, double u)
+{
+    return 0.5 * g * (1.0 + tanh(0.7978845608028654 * (g + 0.044715 * g * g * g))) * u;
+}
+
+/* Every kernel's h at every M bit-identical to the decode/prompt kernel's; that h within bf16 rounding of
+ * GeGLU (in double) of the unfused product y, column pairs as the interleave has them; rows past M untouched. */
+static void check_geglu(const struct gemm_shape *sh)
+{
+    int N = sh->N, K = sh->K, I = N / 2, nctr = kern_gemm_ws_counters(MAX_M, N), n_m = (int)(sizeof MS / sizeof *MS);
+    size_t nx = (size_t)MAX_M * K, nw = (size_t)N * K, nh = (size_t)MAX_M * I;
+    long wsf = kern_gemm_ws_floats(MAX_M, N, K), differ = 0, far = 0, past = 0;
+    uint16_t *hx = malloc(nx * 2), *hw = malloc(nw * 2), *ref = malloc(nh * 2), *got = malloc(nh * 2);
+    uint16_t *dx = NULL, *dw = NULL, *dh = NULL, *dref = NULL;
+    float *y = malloc((size_t)MAX_M * N * 4), *dy = NULL;
+    double worst = 0;
+    struct kern_gemm_ws ws = {0};
+    for (size_t i = 0; i < nx; i++) hx[i] = f32_to_bf16((float)test_uniform());
+    for (size_t i = 0; i < nw; i++) hw[i] = f32_to_bf16((float)(test_uniform() * 0.05));
+    CK(cudaMalloc((void **)&dx, nx * 2));
+    CK(cudaMalloc((void **)&dw, nw * 2));
+    CK(cudaMalloc((void **)&dh, nh * 2));
+    CK(cudaMalloc((void **)&dref, nh * 2));
+    CK(cudaMalloc((void **)&dy, (size_t)MAX_M * N * 4));
+    CK(cudaMalloc((void **)&ws.partial, (size_t)(wsf ? wsf : 1) * 4));
+    CK(cudaMalloc((void **)&ws.counters, (size_t)nctr * 4));
+    CK(cudaMemset(ws.counters, 0, (size_t)nctr * 4));
+    CK(cudaMemcpy(dx, hx, nx * 2, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dw, hw, nw * 2, cudaMemcpyHostToDevice));
+    kern_gemm_bf16(dx, dw, NULL, dy, NULL, MAX_M, N, K, &ws, NULL);
+    CK(cudaMemcpy(y, dy, (size_t)MAX_M * N * 4, cudaMemcpyDeviceToHost));
+    for (int mi = 0; mi < n_m; mi++) {
+        int M = MS[mi];
+        CK(cudaMemset(dref, 0xff, nh * 2));
+        if (M <= 64) kern_gemm_skinny(dx, dw, NULL, NULL, dref, M, N, K, &ws, NULL);
+        else kern_gemm_bf16(dx, dw, NULL, NULL, dref, M, N, K, &ws, NULL);
+        CK(cudaDeviceSynchronize());
+        CK(cudaMemcpy(ref, dref, nh * 2, cudaMemcpyDeviceToHost));
+        for (int j = 0; j < I; j++) past += M < MAX_M && ref[(size_t)M * I + j] != 0xffff;
+        for (int r = 0; r < M; r++)
+            for (int j = 0; j < I; j++) {
+                int c = (j / 2) * 4 + j % 2;
+                double want = geglu_double(y[(size_t)r * N + c], y[(size_t)r * N + c + 2]);
+                double e = fabs(bf16_to_f32(ref[(size_t)r * I + j]) - want);
+                e = isnan(e) ? INFINITY : e;
+                worst = fmax(worst, e / (fabs(want) + 1e-3));
+                far += e > 8e-3 * fabs(want) + 1e-4;
+            }
+        for (int v = 0; v < VARIANTS; v++) {
+            CK(cudaMemset(dh, 0xff, nh * 2));
+            kern_gemm_wgmma_variant(v, dx, dw, NULL, NULL, dh, M, N, K, &ws, NULL);
+            CK(cudaDeviceSynchronize());
+            CK(cudaMemcpy(got, dh, nh * 2, cudaMemcpyDeviceToHost));
+            for (size_t i = 0; i < (size_t)(M < MAX_M ? M + 1 : M) * I; i++) differ += got[i] != ref[i];
+        }
+    }
+    int *hctr = malloc((size_t)nctr * 4), ctr_zero = 1;
+    CK(cudaMemcpy(hctr, ws.counters, (size_t)nctr * 4, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < nctr; i++) ctr_zero &= hctr[i] == 0;
+    printf("  %-18s N %5d K %5d, %d seg: GeGLU epilogue: %ld elements differ across kernels, %ld far from double "
+           "(worst %.2e of the value), %ld written past M%s\n",
+           sh->what, N, K, kern_gemm_segments(N, K), differ, far, worst, past, ctr_zero ? "" : ", COUNTERS NONZERO");
+    EXPECTF(differ == 0, "%s: GeGLU outputs differ between kernels in %ld elements", sh->what, differ);
+    EXPECTF(far == 0, "%s: %ld GeGLU outputs beyond bf16 rounding of the double reference", sh->what, far);
+    EXPECTF(past == 0, "%s: %ld GeGLU outputs written past M", sh->what, past);
+    EXPECTF(ctr_zero, "%s: arrival counters not reset to zero", sh->what);
+    cudaFree(dx);
+    cudaFree(dw);
+    cudaFree(dh);
+    cudaFree(dref);
+    cudaFree(dy);
+    cudaFree(ws.partial);
+    cudaFree(ws.counters);
+    free(hx);
+    free(hw);
+    free(ref);
+    free(got);
+    free(y);
+    free(hctr);
+}
+
 static void test_bits(void)
 {
     for (int i = 0; i < N_GEMM_SHAPES; i++) check_shape(&GEMM_SHAPES[i]);
+    for (int i = 0; i < (int)(sizeof GEGLU_SHAPES / sizeof *GEGLU_SHAPES); i++) check_geglu(&GEGLU_SHAPES[i]);
     for (int v = 0; v < VARIANTS; v++)
         printf("  layout variant %d (%s): %s\n", v,
                VARIANT_NAMES[v], variant_exact[v] ? "exact on every wgmma shape" : "NOT exact (see the lines above)");
@@ -182,9 +274,9 @@ static double time_gemm(int kind, cublasHandle_t h, const uint16_t *dx, const ui
     for (int i = 0; i < WARM + REPS; i++) {
         float ms = 0;
         cudaEventRecord(e0, NULL);
-        if (kind == K_BF16) kern_gemm_bf16(dx, dw, NULL, dy, M, N, K, ws, NULL);
+        if (kind == K_BF16) kern_gemm_bf16(dx, dw, NULL, dy, NULL, M, N, K, ws, NULL);
         else if (kind >= K_WGMMA && kind <= K_WGMMA_SEQ)
-            kern_gemm_wgmma_variant(kind - K_WGMMA, dx, dw, NULL, dy, M, N, K, ws, NULL);
+            kern_gemm_wgmma_variant(kind - K_WGMMA, dx, dw, NULL, dy, NULL, M, N, K, ws, NULL);
         else if (cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, dw, CUDA_R_16BF, K, dx, CUDA_R_16BF, K, &zero,
                               dy, CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
             return -1;

@@ -53,6 +53,17 @@ uint16_t *cuda_upload_bf16_stack(struct cuda_engine *e, const uint16_t *const *p
     return d;
 }
 
+uint16_t *cuda_upload_bf16_pairs(struct cuda_engine *e, const uint16_t *gate, const uint16_t *up, int rows, int cols)
+{
+    size_t pair = 2 * (size_t)cols * sizeof(uint16_t); /* two rows, bytes */
+    uint16_t *d = cuda_alloc(e, 2 * (size_t)rows * cols * sizeof *d);
+    /* rows/2 pairs of each: gate pair j to rows 4j, 4j+1, up pair j to rows 4j+2, 4j+3 */
+    CUDA_CHECK(cudaMemcpy2D(d, 2 * pair, gate, pair, pair, (size_t)rows / 2, cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMemcpy2D(d + 2 * (size_t)cols, 2 * pair, up, pair, pair, (size_t)rows / 2, cudaMemcpyHostToDevice));
+    e->weight_bytes += 2 * (size_t)rows * cols * sizeof *d;
+    return d;
+}
+
 float *cuda_upload_f32(struct cuda_engine *e, float *host, size_t count)
 {
     float *d;
@@ -84,8 +95,8 @@ static int load_layer(struct cuda_engine *e, int i, char *err)
     const struct st_set *s = e->model->weights;
     struct cuda_layer *l = &e->layers[i];
     const struct cfg_layer *cl = &c->text.layer[i];
-    const uint16_t *m, *qkv[3], *gu[2];
-    int qkv_rows[3] = {cl->q_dim, cl->kv_dim, cl->kv_dim}, gu_rows[2] = {cl->intermediate, cl->intermediate};
+    const uint16_t *m, *qkv[3], *gate, *up;
+    int qkv_rows[3] = {cl->q_dim, cl->kv_dim, cl->kv_dim};
     float *v;
     char name[256];
     int H = e->H, D = cl->head_dim;
@@ -107,9 +118,12 @@ static int load_layer(struct cuda_engine *e, int i, char *err)
     l->w_qkv = cuda_upload_bf16_stack(e, qkv, qkv_rows, cl->k_eq_v ? 2 : 3, H);
     HOST(m, "self_attn.o_proj.weight", H, cl->q_dim);
     l->wo = cuda_upload_bf16(e, m, (size_t)H * cl->q_dim);
-    HOST(gu[0], "mlp.gate_proj.weight", cl->intermediate, H);
-    HOST(gu[1], "mlp.up_proj.weight", cl->intermediate, H);
-    l->w_gu = cuda_upload_bf16_stack(e, gu, gu_rows, 2, H);
+    HOST(gate, "mlp.gate_proj.weight", cl->intermediate, H);
+    HOST(up, "mlp.up_proj.weight", cl->intermediate, H);
+    if (cl->intermediate % 2)
+        return g4_errf(err, "cuda engine: layer %d: intermediate size %d is odd (the gate|up product pairs rows)", i,
+                       cl->intermediate);
+    l->w_gu = cuda_upload_bf16_pairs(e, gate, up, cl->intermediate, H);
     HOST(m, "mlp.down_proj.weight", H, cl->intermediate);
     l->w_down = cuda_upload_bf16(e, m, (size_t)H * cl->intermediate);
     VECTOR(l->q_norm, "self_attn.q_norm.weight", D);
@@ -170,7 +184,7 @@ static size_t scratch_bytes(const struct cuda_engine *e, int rows)
     per_row += (size_t)e->max_qkv * 4;                                  /* qkv */
     per_row += 2 * (size_t)e->max_qd * 2;                               /* q16, o */
     per_row += 2 * (size_t)e->max_kvd * 2;                              /* k_new, v_new */
-    per_row += 2 * (size_t)e->max_i * 4 + (size_t)e->max_i * 2;         /* gu, h */
+    per_row += (size_t)e->max_i * 2;                                    /* h */
     per_row += (size_t)KERN_ATTN_PARTIALS * (e->max_qd + 2 * e->max_heads) * 4; /* part_acc, part_ml */
     per_row += 3 * 4 + sizeof(struct kern_row) + CUDA_TILE_SETS * sizeof(struct kern_tile); /* ids, meta, tiles */
     per_row += sizeof(struct kern_select_row) + (size_t)KERN_TOPK_MAX * 8 + 4;  /* draws: selection, candidates */
@@ -237,7 +251,6 @@ static void alloc_scratch(struct cuda_engine *e)
     e->o = cuda_alloc(e, R * e->max_qd * 2);
     e->k_new = cuda_alloc(e, R * e->max_kvd * 2);
     e->v_new = cuda_alloc(e, R * e->max_kvd * 2);
-    e->gu = cuda_alloc(e, R * e->max_i * 2 * 4);
     e->h = cuda_alloc(e, R * e->max_i * 2);
     e->part_acc = cuda_alloc(e, R * KERN_ATTN_PARTIALS * e->max_qd * 4);
     e->part_ml = cuda_alloc(e, R * KERN_ATTN_PARTIALS * 2 * e->max_heads * 4);

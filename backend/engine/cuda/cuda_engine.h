@@ -66,7 +66,7 @@ struct cuda_draw_row {
  * kernel, averaged per pass shape and printed when the engine is destroyed (cuda_profile.c). */
 enum cuda_prof_kind {
     PROF_START, PROF_EMBED, PROF_QKV, PROF_QKV_PREP, PROF_ATTN_SLIDING, PROF_ATTN_FULL, PROF_ATTN_MERGE,
-    PROF_KV_STORE, PROF_O, PROF_RESID, PROF_GU, PROF_GEGLU, PROF_DOWN, PROF_HEAD, PROF_DRAW, PROF_KINDS
+    PROF_KV_STORE, PROF_O, PROF_RESID, PROF_GU, PROF_DOWN, PROF_HEAD, PROF_DRAW, PROF_KINDS
 };
 #define CUDA_PROF_EVENTS 1024
 #define CUDA_PROF_SHAPES 16
@@ -91,7 +91,7 @@ struct cuda_engine {
     struct cuda_vision vision;
     size_t weight_bytes, kv_bytes, scratch_bytes;
     /* scratch, device, sized for max_rows */
-    float *x, *t, *qkv, *gu, *logits, *image_rows, *part_acc, *part_ml;
+    float *x, *t, *qkv, *logits, *image_rows, *part_acc, *part_ml;
     uint16_t *xn, *q16, *k_new, *v_new, *o, *h;
     int32_t *tokens, *image_index, *logit_rows;
     struct kern_row *meta;
@@ -137,6 +137,8 @@ void *cuda_alloc_pinned(size_t bytes);
 uint16_t *cuda_upload_bf16(struct cuda_engine *e, const uint16_t *host, size_t count);
 /* n bf16 matrices of `cols` columns stacked into one (their rows in order), for fused products. */
 uint16_t *cuda_upload_bf16_stack(struct cuda_engine *e, const uint16_t *const *parts, const int *rows, int n, int cols);
+/* The gate|up product's weights (kernels.h): gate and up (rows, cols) interleaved in pairs of rows (rows even). */
+uint16_t *cuda_upload_bf16_pairs(struct cuda_engine *e, const uint16_t *gate, const uint16_t *up, int rows, int cols);
 float *cuda_upload_f32(struct cuda_engine *e, float *host, size_t count);
 
 /* cuda_sample.c: plan (after the row table), select per logits chunk, finish (after the sync) */

@@ -82,7 +82,7 @@ static void upload_rows(struct cuda_engine *e, int R, int L)
 
 static void gemm(struct cuda_engine *e, const uint16_t *x, const uint16_t *w, float *y, int M, int N, int K)
 {
-    kern_gemm(x, w, NULL, y, M, N, K, &e->gemm_ws, e->stream);
+    kern_gemm(x, w, NULL, y, NULL, M, N, K, &e->gemm_ws, e->stream);
 }
 
 /* One decoder layer over the pass's R rows; e->xn holds the layer's normed input, and on return the next
@@ -114,10 +114,8 @@ static void layer_forward(struct cuda_engine *e, const struct cuda_layer *l, int
     cuda_prof_mark(e, PROF_O);
     kern_residual_norm_add(e->x, e->t, l->post_attn_norm, e->rms_eps, 1.0f, l->pre_ff_norm, e->xn, R, H, s);
     cuda_prof_mark(e, PROF_RESID);
-    gemm(e, e->xn, l->w_gu, e->gu, R, 2 * I, H);
+    kern_gemm(e->xn, l->w_gu, NULL, NULL, e->h, R, 2 * I, H, &e->gemm_ws, s); /* h = GeGLU(gate, up), fused */
     cuda_prof_mark(e, PROF_GU);
-    kern_geglu(e->gu, R, I, e->h, s);
-    cuda_prof_mark(e, PROF_GEGLU);
     gemm(e, e->h, l->w_down, e->t, R, H, I);
     cuda_prof_mark(e, PROF_DOWN);
     kern_residual_norm_add(e->x, e->t, l->post_ff_norm, e->rms_eps, l->scalar, next_norm, e->xn, R, H, s);

@@ -73,12 +73,12 @@ int cuda_vision_embed(struct cuda_engine *e, const uint8_t *patches, const int32
     CUDA_CHECK(cudaMemcpyAsync(d_pos, positions, (size_t)n * 2 * sizeof *d_pos, cudaMemcpyHostToDevice, s));
     kern_pixels_to_f32(d_px, (long)n * v->P, pix, s);
     kern_layernorm(pix, v->ln1_w, v->ln1_b, VISION_LN_EPS, n, v->P, NULL, pix16, s);
-    kern_gemm_bf16(pix16, v->dense, v->dense_b, h, n, v->E, v->P, &e->gemm_ws, s);
+    kern_gemm_bf16(pix16, v->dense, v->dense_b, h, NULL, n, v->E, v->P, &e->gemm_ws, s);
     kern_layernorm(h, v->ln2_w, v->ln2_b, VISION_LN_EPS, n, v->E, h, NULL, s);
     kern_add_positions(h, v->pos, d_pos, n, v->E, s);
     kern_layernorm(h, v->pos_w, v->pos_b, VISION_LN_EPS, n, v->E, h, NULL, s);
     kern_rmsnorm(h, NULL, v->rms_eps, n, v->E, NULL, h16, s);
-    kern_gemm_bf16(h16, v->proj, NULL, h, n, e->H, v->E, &e->gemm_ws, s);
+    kern_gemm_bf16(h16, v->proj, NULL, h, NULL, n, e->H, v->E, &e->gemm_ws, s);
     CUDA_CHECK(cudaMemcpyAsync(out, h, (size_t)n * e->H * sizeof *out, cudaMemcpyDeviceToHost, s));
     CUDA_CHECK(cudaStreamSynchronize(s));
     cudaFree(d_px);
