@@ -9,6 +9,7 @@
 #ifndef G4_KERNELS_H
 #define G4_KERNELS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -164,9 +165,19 @@ struct kern_select_row {
 
 /* For each of n_rows rows of logits (n_rows, V): the min(k, candidates) best candidates in the sampler's rank
  * order (logit descending, then id ascending; suppressed ids, -inf and NaN excluded) -> out_ids and
- * out_logits (n_rows, KERN_TOPK_MAX), their count -> out_n (n_rows). */
-void kern_topk(const float *logits, int V, const struct kern_select_row *rows, int n_rows, int32_t *out_ids,
-               float *out_logits, int32_t *out_n, kern_stream s);
+ * out_logits (n_rows, KERN_TOPK_MAX), their count -> out_n (n_rows). kmax: the largest k of the rows (1 ..
+ * KERN_TOPK_MAX). ws: scratch of ws_keys keys, at least kern_topk_ws_keys(V, 1, kmax); rows run in batches
+ * that fit. */
+void kern_topk(const float *logits, int V, const struct kern_select_row *rows, int n_rows, int kmax, uint64_t *ws,
+               size_t ws_keys, int32_t *out_ids, float *out_logits, int32_t *out_n, kern_stream s);
+
+#define KERN_TOPK_CHUNK 4096 /* keys a CTA sorts */
+/* Keys of kern_topk scratch for `rows` rows at k <= kmax: two lists of each row's chunks' kmax best. */
+static inline size_t kern_topk_ws_keys(int V, int rows, int kmax)
+{
+    size_t chunks = ((size_t)V + KERN_TOPK_CHUNK - 1) / KERN_TOPK_CHUNK;
+    return chunks > 1 ? 2 * (size_t)rows * chunks * (size_t)kmax : 0;
+}
 
 /* Row-wise LayerNorm (biased variance) of x (rows, n) fp32: y = (x - mean) / sqrt(var + eps) * w + b,
  * written as fp32 (y32) and/or bf16 (y16). */

@@ -6,8 +6,9 @@
  * accumulation error of a double-precision product.
  *
  * The draw's candidate selection (kern_topk): for rows with ties, -inf, NaN and suppressed ids, at every k
- * from greedy to KERN_TOPK_MAX and past the number of candidates, exactly the sampler's rank order (a host
- * sort of the rank keys).
+ * from greedy to KERN_TOPK_MAX and past the number of candidates, with one row under the launch's largest k,
+ * in batches of two rows, and at vocabularies of one chunk, two and several levels: exactly the sampler's
+ * rank order (a host sort of the rank keys).
  *
  * Shapes: every product of the 12B (q|k|v sliding and full, o sliding and full, gate|up, down), the 31B's
  * segmented ones, a small odd one (K % 32 == 16, N not a multiple of the tile) and the head at 64 rows. */
@@ -133,10 +134,12 @@ static void check_topk(int V, int k)
     int32_t *di, *dn, *got_i = malloc((size_t)ROWS * KERN_TOPK_MAX * 4), got_n[ROWS];
     uint64_t *keys = malloc((size_t)V * 8);
     struct kern_select_row *dsel;
+    uint64_t *dws = NULL;
+    size_t ws_keys = kern_topk_ws_keys(V, 2, k); /* two rows a batch: the six run in three */
     int bad = 0;
     for (int r = 0; r < ROWS; r++) {
         fill_row(h + (size_t)r * V, V, r % 3);
-        sel[r].k = k;
+        sel[r].k = r == 4 && k > 1 ? k / 2 : k; /* a row under the launch's largest k */
         sel[r].n_supp = r < 3 ? 0 : 3;
         sel[r].supp[0] = 5;
         sel[r].supp[1] = V / 2;
@@ -147,9 +150,11 @@ static void check_topk(int V, int k)
     CK(cudaMalloc((void **)&di, (size_t)ROWS * KERN_TOPK_MAX * 4));
     CK(cudaMalloc((void **)&dn, ROWS * 4));
     CK(cudaMalloc((void **)&dsel, sizeof sel));
+    if (ws_keys) CK(cudaMalloc((void **)&dws, ws_keys * 8));
     CK(cudaMemcpy(d, h, (size_t)ROWS * V * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(dsel, sel, sizeof sel, cudaMemcpyHostToDevice));
-    kern_topk(d, V, dsel, ROWS, di, dl, dn, NULL);
+    CK(cudaMemset(dn, 0xff, ROWS * 4)); /* every count must be written */
+    kern_topk(d, V, dsel, ROWS, k, dws, ws_keys, di, dl, dn, NULL);
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(got_i, di, (size_t)ROWS * KERN_TOPK_MAX * 4, cudaMemcpyDeviceToHost));
     CK(cudaMemcpy(got_l, dl, (size_t)ROWS * KERN_TOPK_MAX * 4, cudaMemcpyDeviceToHost));
@@ -163,7 +168,7 @@ static void check_topk(int V, int k)
             if (row[i] > -INFINITY && !sup) keys[n++] = ((uint64_t)samp_core_desc_key(row[i]) << 32) | (uint32_t)i;
         }
         qsort(keys, (size_t)n, 8, cmp_u64);
-        want = n < k ? n : k;
+        want = n < sel[r].k ? n : sel[r].k;
         if (got_n[r] != want) {
             EXPECTF(0, "V %d k %d row %d: %d candidates, want %d", V, k, r, got_n[r], want);
             bad = 1;
@@ -187,6 +192,7 @@ static void check_topk(int V, int k)
     cudaFree(di);
     cudaFree(dn);
     cudaFree(dsel);
+    cudaFree(dws);
     free(h);
     free(got_l);
     free(got_i);
@@ -198,6 +204,8 @@ static void test_topk(void)
     static const int ks[] = {1, 2, 64, 500, 512, 1000, 1024};
     for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) check_topk(512, ks[i]);
     for (size_t i = 0; i < sizeof ks / sizeof *ks; i++) check_topk(262144, ks[i]);
+    check_topk(5000, 64);   /* two chunks, the last one short */
+    check_topk(20000, 1024); /* three levels: 5 chunks, then 2, then 1 */
 }
 
 /* The rule is a function of (N, K): what the 12B's products get (a change here changes every result). */

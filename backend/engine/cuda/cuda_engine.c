@@ -190,7 +190,7 @@ static size_t scratch_bytes(const struct cuda_engine *e, int rows)
     per_row += sizeof(struct kern_select_row) + (size_t)KERN_TOPK_MAX * 8 + 4;  /* draws: selection, candidates */
     gemm_ws_size(e, &ws_floats, &ws_counters);
     return per_row * rows + (size_t)CUDA_LOGIT_ROWS * e->V * 4 + (size_t)rows * e->H * 4 /* image rows */ +
-           (size_t)ws_floats * 4 + (size_t)ws_counters * 4;
+           (size_t)ws_floats * 4 + (size_t)ws_counters * 4 + cuda_topk_ws_keys(e->V) * 8;
 }
 
 static void cuda_destroy(void *impl)

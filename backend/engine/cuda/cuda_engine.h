@@ -109,6 +109,8 @@ struct cuda_engine {
     int32_t *cand_ids, *cand_n, *h_cand_ids, *h_cand_n;
     float *cand_logits, *h_cand_logits;
     int cand_stride;             /* candidates kept per row this pass (the largest k) */
+    uint64_t *topk_ws;           /* kern_topk's scratch: topk_ws_keys keys */
+    size_t topk_ws_keys;
     struct cuda_draw_row *draw;  /* (max_rows) host bookkeeping of each logits row */
     float *host_logits;          /* (n_host_rows, V) for host draws */
     size_t host_logits_cap;      /* floats */
@@ -142,6 +144,12 @@ uint16_t *cuda_upload_bf16_pairs(struct cuda_engine *e, const uint16_t *gate, co
 float *cuda_upload_f32(struct cuda_engine *e, float *host, size_t count);
 
 /* cuda_sample.c: plan (after the row table), select per logits chunk, finish (after the sync) */
+/* Keys of kern_topk scratch: a logits chunk at the usual top_k (64) in one batch, any k in batches. */
+static inline size_t cuda_topk_ws_keys(int V)
+{
+    size_t usual = kern_topk_ws_keys(V, CUDA_LOGIT_ROWS, 64), one = kern_topk_ws_keys(V, 1, KERN_TOPK_MAX);
+    return usual > one ? usual : one;
+}
 void cuda_sample_alloc(struct cuda_engine *e);
 void cuda_sample_free(struct cuda_engine *e);
 void cuda_sample_plan(struct cuda_engine *e, const struct engine_item *items, int n_items, int n_logits);

@@ -19,6 +19,8 @@ void cuda_sample_alloc(struct cuda_engine *e)
     e->cand_ids = cuda_alloc(e, C * sizeof *e->cand_ids);
     e->cand_logits = cuda_alloc(e, C * sizeof *e->cand_logits);
     e->cand_n = cuda_alloc(e, R * sizeof *e->cand_n);
+    e->topk_ws_keys = cuda_topk_ws_keys(e->V);
+    e->topk_ws = e->topk_ws_keys ? cuda_alloc(e, e->topk_ws_keys * sizeof *e->topk_ws) : NULL;
     e->h_select = cuda_alloc_pinned(R * sizeof *e->h_select);
     e->h_cand_ids = cuda_alloc_pinned(C * sizeof *e->h_cand_ids);
     e->h_cand_logits = cuda_alloc_pinned(C * sizeof *e->h_cand_logits);
@@ -96,8 +98,9 @@ void cuda_sample_upload(struct cuda_engine *e, int n_logits)
 void cuda_sample_chunk(struct cuda_engine *e, int first, int n)
 {
     size_t stride = (size_t)e->cand_stride;
-    kern_topk(e->logits, e->V, e->select + first, n, e->cand_ids + (size_t)first * KERN_TOPK_MAX,
-              e->cand_logits + (size_t)first * KERN_TOPK_MAX, e->cand_n + first, e->stream);
+    kern_topk(e->logits, e->V, e->select + first, n, e->cand_stride, e->topk_ws, e->topk_ws_keys,
+              e->cand_ids + (size_t)first * KERN_TOPK_MAX, e->cand_logits + (size_t)first * KERN_TOPK_MAX,
+              e->cand_n + first, e->stream);
     /* candidates of rows first.. (the kernel writes KERN_TOPK_MAX apart; copy the first `stride` of each) */
     CUDA_CHECK(cudaMemcpy2DAsync(e->h_cand_ids + (size_t)first * KERN_TOPK_MAX, KERN_TOPK_MAX * sizeof(int32_t),
                                  e->cand_ids + (size_t)first * KERN_TOPK_MAX, KERN_TOPK_MAX * sizeof(int32_t),
