@@ -1,7 +1,21 @@
-// elementwise — the small one-pass ops: the final soft-cap, and the image embedder's pixel rescale and
-// position-table add. (GeGLU runs in the gate|up product's epilogue: segments.cuh.)
+// elementwise — the small one-pass ops: GeGLU of a prompt pass's gate|up product (decode passes apply it in
+// the product's epilogue, segments.cuh: the same geglu1 on the same values), the final soft-cap, and the
+// image embedder's pixel rescale and position-table add.
 #include "common.cuh"
 #include "kernels.h"
+#include "segments.cuh"
+
+// Four product columns (gate 2j, 2j+1, up 2j, 2j+1) in, h columns 2j, 2j+1 out: the flat float4 index i is
+// the flat index of the h pair / 2, so no division.
+__global__ void geglu_kernel(const float4 *__restrict__ gu, long n4, uint32_t *__restrict__ h)
+{
+    kern_dep_launch();
+    kern_dep_wait();
+    for (long i = blockIdx.x * (long)blockDim.x + threadIdx.x; i < n4; i += (long)gridDim.x * blockDim.x) {
+        float4 v = gu[i];
+        h[i] = f32_to_bf16_bits(geglu1(v.x, v.z)) | (uint32_t)f32_to_bf16_bits(geglu1(v.y, v.w)) << 16;
+    }
+}
 
 __global__ void softcap_kernel(float *__restrict__ x, long n, float cap)
 {
@@ -34,6 +48,18 @@ static int blocks_for(long n)
 {
     long b = (n + 255) / 256;
     return (int)(b > 65535 ? 65535 : (b < 1 ? 1 : b));
+}
+
+extern "C" void kern_geglu(const float *gu, int rows, int I, uint16_t *h, kern_stream s)
+{
+    if (I % 2) {
+        fprintf(stderr, "g4: fatal: kern_geglu: intermediate size %d (even)\n", I);
+        abort();
+    }
+    long n4 = (long)rows * I / 2;
+    if (n4 == 0) return;
+    kern_launch(geglu_kernel, dim3(blocks_for(n4)), dim3(256), 0, s, (const float4 *)gu, n4, (uint32_t *)h);
+    KERN_LAUNCHED();
 }
 
 extern "C" void kern_softcap(float *logits, long n, float cap, kern_stream s)

@@ -150,6 +150,11 @@ void kern_kv_store(const uint16_t *k_new, const uint16_t *v_new, const struct ke
                    int kvd, int cap, uint16_t *cache_k, uint16_t *cache_v, kern_stream s);
 
 
+/* h (rows, I) bf16 = GeGLU of gu (rows, 2I) fp32, a gate|up product whose columns come in the interleaved
+ * order (gate 2j, 2j+1, up 2j, 2j+1): exactly what the product's fused epilogue writes from the same values
+ * (segments.cuh, geglu1). I even. */
+void kern_geglu(const float *gu, int rows, int I, uint16_t *h, kern_stream s);
+
 /* logits (n) = cap * tanh(logits / cap). */
 void kern_softcap(float *logits, long n, float cap, kern_stream s);
 

@@ -190,7 +190,8 @@ static size_t scratch_bytes(const struct cuda_engine *e, int rows)
     per_row += sizeof(struct kern_select_row) + (size_t)KERN_TOPK_MAX * 8 + 4;  /* draws: selection, candidates */
     gemm_ws_size(e, &ws_floats, &ws_counters);
     return per_row * rows + (size_t)CUDA_LOGIT_ROWS * e->V * 4 + (size_t)rows * e->H * 4 /* image rows */ +
-           (size_t)ws_floats * 4 + (size_t)ws_counters * 4 + cuda_topk_ws_keys(e->V) * 8;
+           (size_t)ws_floats * 4 + (size_t)ws_counters * 4 + cuda_topk_ws_keys(e->V) * 8 +
+           (size_t)CUDA_GEGLU_ROWS * 2 * e->max_i * 4 /* gu */;
 }
 
 static void cuda_destroy(void *impl)
@@ -252,6 +253,8 @@ static void alloc_scratch(struct cuda_engine *e)
     e->k_new = cuda_alloc(e, R * e->max_kvd * 2);
     e->v_new = cuda_alloc(e, R * e->max_kvd * 2);
     e->h = cuda_alloc(e, R * e->max_i * 2);
+    e->gu = cuda_alloc(e, (size_t)CUDA_GEGLU_ROWS * 2 * e->max_i * 4);
+    e->geglu_fused_prompt = getenv("G4_CUDA_GEGLU_FUSED") && !strcmp(getenv("G4_CUDA_GEGLU_FUSED"), "1");
     e->part_acc = cuda_alloc(e, R * KERN_ATTN_PARTIALS * e->max_qd * 4);
     e->part_ml = cuda_alloc(e, R * KERN_ATTN_PARTIALS * 2 * e->max_heads * 4);
     e->tokens = cuda_alloc(e, R * 4);

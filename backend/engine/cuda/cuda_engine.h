@@ -21,6 +21,7 @@
         G4_CHECK(e_ == cudaSuccess, "CUDA error %s", cudaGetErrorString(e_));                                   \
     } while (0)
 
+#define CUDA_GEGLU_ROWS 1024 /* prompt rows per gate|up product into fp32 (then kern_geglu); see cuda_step.c */
 #define CUDA_LOGIT_ROWS 64 /* logits rows computed per product against the (V, H) table */
 #define CUDA_TILE_SETS 4   /* distinct attention tile shapes a model may need (sliding, full) */
 #define CUDA_MAX_IMAGE_ROWS 1120 /* patches of the largest image (max_soft_tokens 1120) */
@@ -66,7 +67,7 @@ struct cuda_draw_row {
  * kernel, averaged per pass shape and printed when the engine is destroyed (cuda_profile.c). */
 enum cuda_prof_kind {
     PROF_START, PROF_EMBED, PROF_QKV, PROF_QKV_PREP, PROF_ATTN_SLIDING, PROF_ATTN_FULL, PROF_ATTN_MERGE,
-    PROF_KV_STORE, PROF_O, PROF_RESID, PROF_GU, PROF_DOWN, PROF_HEAD, PROF_DRAW, PROF_KINDS
+    PROF_KV_STORE, PROF_O, PROF_RESID, PROF_GU, PROF_GEGLU, PROF_DOWN, PROF_HEAD, PROF_DRAW, PROF_KINDS
 };
 #define CUDA_PROF_EVENTS 1024
 #define CUDA_PROF_SHAPES 16
@@ -109,6 +110,8 @@ struct cuda_engine {
     int32_t *cand_ids, *cand_n, *h_cand_ids, *h_cand_n;
     float *cand_logits, *h_cand_logits;
     int cand_stride;             /* candidates kept per row this pass (the largest k) */
+    float *gu;                   /* (CUDA_GEGLU_ROWS, 2 max_i) a prompt pass's gate|up product, pairs interleaved */
+    int geglu_fused_prompt;      /* G4_CUDA_GEGLU_FUSED=1: prompt passes too apply GeGLU in the product */
     uint64_t *topk_ws;           /* kern_topk's scratch: topk_ws_keys keys */
     size_t topk_ws_keys;
     struct cuda_draw_row *draw;  /* (max_rows) host bookkeeping of each logits row */

@@ -13,8 +13,8 @@
 
 static const char *const KIND_NAMES[PROF_KINDS] = {
     "start", "embed+norm", "q|k|v product", "q/k/v norms, rope", "attention, sliding layers",
-    "attention, full layers", "attention merge", "kv store", "o product", "residual+norm", "gate|up+geglu product",
-    "down product", "head (norm, product, cap)", "draw (select, copy)",
+    "attention, full layers", "attention merge", "kv store", "o product", "residual+norm", "gate|up product",
+    "geglu (prompt passes)", "down product", "head (norm, product, cap)", "draw (select, copy)",
 };
 
 void cuda_prof_create(struct cuda_engine *e)

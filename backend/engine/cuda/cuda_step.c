@@ -85,6 +85,27 @@ static void gemm(struct cuda_engine *e, const uint16_t *x, const uint16_t *w, fl
     kern_gemm(x, w, NULL, y, NULL, M, N, K, &e->gemm_ws, e->stream);
 }
 
+/* h = GeGLU(gate, up) of the pass's R normed rows. Decode passes (R <= 64) apply it in the product's epilogue;
+ * prompt passes write the fp32 product, CUDA_GEGLU_ROWS rows at a time, and run kern_geglu over it, which on
+ * the H200 cost 1.7 ms less per 12B 512-row pass than the fused epilogue (docs/perf.md, version 7). Both
+ * apply geglu1 to the same fp32 values: the same bits (test_cuda_engine, chunks of 512 = chunks of 3). */
+static void gate_up(struct cuda_engine *e, const struct cuda_layer *l, int R)
+{
+    int H = e->H, I = l->c->intermediate;
+    if (R <= 64 || e->geglu_fused_prompt) {
+        kern_gemm(e->xn, l->w_gu, NULL, NULL, e->h, R, 2 * I, H, &e->gemm_ws, e->stream);
+        cuda_prof_mark(e, PROF_GU);
+        return;
+    }
+    for (int r0 = 0; r0 < R; r0 += CUDA_GEGLU_ROWS) {
+        int n = R - r0 < CUDA_GEGLU_ROWS ? R - r0 : CUDA_GEGLU_ROWS;
+        kern_gemm(e->xn + (size_t)r0 * H, l->w_gu, NULL, e->gu, NULL, n, 2 * I, H, &e->gemm_ws, e->stream);
+        cuda_prof_mark(e, PROF_GU);
+        kern_geglu(e->gu, n, I, e->h + (size_t)r0 * I, e->stream);
+        cuda_prof_mark(e, PROF_GEGLU);
+    }
+}
+
 /* One decoder layer over the pass's R rows; e->xn holds the layer's normed input, and on return the next
  * layer's (next_norm), or is stale after the last layer (next_norm NULL). graphed: the launch is recorded in
  * a graph that later passes of the same shape replay, so the attention grid covers every tile the rows could
@@ -114,8 +135,7 @@ static void layer_forward(struct cuda_engine *e, const struct cuda_layer *l, int
     cuda_prof_mark(e, PROF_O);
     kern_residual_norm_add(e->x, e->t, l->post_attn_norm, e->rms_eps, 1.0f, l->pre_ff_norm, e->xn, R, H, s);
     cuda_prof_mark(e, PROF_RESID);
-    kern_gemm(e->xn, l->w_gu, NULL, NULL, e->h, R, 2 * I, H, &e->gemm_ws, s); /* h = GeGLU(gate, up), fused */
-    cuda_prof_mark(e, PROF_GU);
+    gate_up(e, l, R);
     gemm(e, e->h, l->w_down, e->t, R, H, I);
     cuda_prof_mark(e, PROF_DOWN);
     kern_residual_norm_add(e->x, e->t, l->post_ff_norm, e->rms_eps, l->scalar, next_norm, e->xn, R, H, s);
