@@ -29,8 +29,8 @@ static inline void seg_check_h(const char *who, const uint16_t *h, int N)
 //
 // gelu_tanh(x) = 0.5 x (1 + tanh(u)) is computed as x / (1 + 2^(-2 u log2 e)), the same function with the
 // hardware's exponential and reciprocal (ex2.approx, rcp.approx: relative errors ~2^-22, far under the bf16
-// rounding of h). tanhf's long chain, in branches only half the lanes took, kept the epilogue of the prompt
-// product (8 warps per SM) at 5 ms of a 12B 512-row pass. For very negative u the exponential is +inf and
+// rounding of h). With tanhf, in branches only half the lanes took, the fused prompt product took 2.4 ms
+// more of a 12B 512-row pass (16.0 against 13.6 ms; docs/perf.md, version 7). For very negative u the exponential is +inf and
 // the quotient the right signed zero.
 __device__ __forceinline__ float ex2_approx(float x)
 {

@@ -87,7 +87,7 @@ static void gemm(struct cuda_engine *e, const uint16_t *x, const uint16_t *w, fl
 
 /* h = GeGLU(gate, up) of the pass's R normed rows. Decode passes (R <= 64) apply it in the product's epilogue;
  * prompt passes write the fp32 product, CUDA_GEGLU_ROWS rows at a time, and run kern_geglu over it, which on
- * the H200 cost 1.7 ms less per 12B 512-row pass than the fused epilogue (docs/perf.md, version 7). Both
+ * the H200 was 3.5 % faster at 512 prompt tokens than the fused epilogue (docs/perf.md, version 7). Both
  * apply geglu1 to the same fp32 values: the same bits (test_cuda_engine, chunks of 512 = chunks of 3). */
 static void gate_up(struct cuda_engine *e, const struct cuda_layer *l, int R)
 {
