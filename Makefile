@@ -99,7 +99,7 @@ deps:
 # --- native build --------------------------------------------------------------------------------------
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) $(if $(findstring engine/cuda/,$<)$(findstring unit/test_cuda,$<),$(CUDA_CFLAGS)) -MMD -MP -c $< -o $@
+	$(CC) $(CFLAGS) $(if $(findstring engine/cuda/,$<)$(findstring unit/test_cuda,$<)$(findstring bench/bench_cuda,$<),$(CUDA_CFLAGS)) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(dir $@)

@@ -1,35 +1,43 @@
 // gemm_skinny — the decode kernel (M <= 64 rows): y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias).
 // Decode is bound by reading the weights once per step, so the kernel's job is to keep enough bytes in
-// flight: blocks of 4 warps own 32 output columns of one K segment (kernels.h, "the reduction rule"), and
-// stream that slice of the weights through a 4-stage cp.async pipeline of 128-wide K steps into padded
-// shared rows, feeding the tensor cores by ldmatrix. Rows past M are zeros written once, never loaded.
+// flight: blocks of 4 or 8 warps own 8 output columns per warp of one K segment (kernels.h, "the reduction
+// rule"), and stream that slice of the weights through a cp.async pipeline of 128-wide K steps into padded
+// shared rows, feeding the tensor cores by ldmatrix. Rows past M are zeros written once, never loaded; up to
+// 8 rows, the activations take 8 shared rows a stage and the mma's rows 8..15 are zero registers.
+//
+// The block shape is chosen by M (skinny_variant): every shape runs each output column's chain the same way
+// (chunks of 16 in increasing order within its segment), so the choice changes speed, never bits. One row
+// streams best from 4-warp blocks with 5 stages of 8-row activations; from 4 rows up every block re-reads the
+// activations, and 8-warp blocks (64 columns) halve that.
 //
 // Products cut into segments (small N) write each segment's tile to a scratch array; the block that
 // completes a tile (an arrival counter per tile) adds the segments in segment order to 0.0f, adds the bias
-// and writes y (segments.cuh, shared with the prompt kernels). Each element is therefore the same chain as in the prompt kernel (gemm_bf16.cu): chunks of
-// 16 in increasing order from a zero accumulator per segment, segments summed in order — bit-identical.
+// and writes y (segments.cuh, shared with the prompt kernels). Each element is therefore the same chain as
+// in the prompt kernel (gemm_bf16.cu): chunks of 16 in increasing order from a zero accumulator per segment,
+// segments summed in order — bit-identical.
 #include "common.cuh"
 #include "kernels.h"
 #include "mma.cuh"
 #include "segments.cuh"
 
-#define SK_WARPS 4           // warps per block; each owns 8 output columns
-#define SK_BN (8 * SK_WARPS) // 32 columns per block
-#define SK_BK 128            // K per stage
-#define SK_STAGES 4
-#define SK_LD (SK_BK + 8)    // padded shared row: 272 bytes, conflict-free ldmatrix
+#define SK_BK 128         // K per stage
+#define SK_LD (SK_BK + 8) // padded shared row: 272 bytes, conflict-free ldmatrix
 
-template <int MT> // MT m16 tiles: rows 16 * MT
-struct skinny_smem {
-    uint16_t a[SK_STAGES][16 * MT][SK_LD];
-    uint16_t b[SK_STAGES][SK_BN][SK_LD];
+// MT m16 tiles of rows (MT 0: one tile of which only rows 0..7 exist), W warps of 8 columns, S stages.
+template <int MT> struct skinny_rows {
+    static const int n = MT == 0 ? 8 : 16 * MT, tiles = MT == 0 ? 1 : MT;
+};
+
+template <int MT, int W, int S> struct skinny_smem {
+    uint16_t a[S][skinny_rows<MT>::n][SK_LD];
+    uint16_t b[S][8 * W][SK_LD];
     int last;
 };
 
-// Stage `stage` of rows [first, last) of the stacked (x rows, then w rows) operand: 0, M + SK_BN for both.
-template <int MT>
-__device__ __forceinline__ void load_rows(skinny_smem<MT> *sm, int stage, const uint16_t *X, const uint16_t *W, int M,
-                                          int N, int K, int n0, int k0, int kend, int first, int last)
+// Stage `stage` of rows [first, last) of the stacked (x rows, then w rows) operand: 0, M + 8 NW for both.
+template <int MT, int NW, int S>
+__device__ __forceinline__ void load_rows(skinny_smem<MT, NW, S> *sm, int stage, const uint16_t *X, const uint16_t *W,
+                                          int M, int N, int K, int n0, int k0, int kend, int first, int last)
 {
     const int pieces = SK_BK / 8;
     for (int i = first * pieces + threadIdx.x; i < last * pieces; i += blockDim.x) {
@@ -49,55 +57,63 @@ __device__ __forceinline__ void load_rows(skinny_smem<MT> *sm, int stage, const 
     }
 }
 
-template <int MT>
-__device__ __forceinline__ void load_stage(skinny_smem<MT> *sm, int stage, const uint16_t *X, const uint16_t *W, int M,
-                                           int N, int K, int n0, int k0, int kend)
+// This warp's A fragment of m16 tile mi at k (row-major x in shared memory). MT 0: rows 8..15 do not exist
+// and their registers are zero, which leaves rows 0..7 of the product as they are (rows are independent).
+template <int MT, int NW, int S>
+__device__ __forceinline__ void load_a(uint32_t r[4], const skinny_smem<MT, NW, S> *sm, int st, int mi, int k, int lane)
 {
-    load_rows<MT>(sm, stage, X, W, M, N, K, n0, k0, kend, 0, M + SK_BN);
+    if (MT == 0) {
+        uint32_t q[4];
+        ldmatrix_x4(q, &sm->a[st][lane & 7][k + ((lane >> 3) & 1) * 8]); // matrices 0, 1 = k 0..7, 8..15
+        r[0] = q[0], r[1] = 0, r[2] = q[1], r[3] = 0;
+    } else {
+        ldmatrix_x4(r, &sm->a[st][mi * 16 + (lane & 15)][k + (lane >> 4) * 8]);
+    }
 }
 
-template <int MT>
-__global__ void __launch_bounds__(32 * SK_WARPS) gemm_skinny_kernel(const uint16_t *__restrict__ X,
-                                                                   const uint16_t *__restrict__ W,
-                                                                   const float *__restrict__ bias, float *__restrict__ Y,
-                                                                   uint16_t *__restrict__ H,
-                                                                   int M, int N, int K, int nseg, float *partial,
-                                                                   int *counters)
+template <int MT, int NW, int S>
+__global__ void __launch_bounds__(32 * NW) gemm_skinny_kernel(const uint16_t *__restrict__ X,
+                                                              const uint16_t *__restrict__ W,
+                                                              const float *__restrict__ bias, float *__restrict__ Y,
+                                                              uint16_t *__restrict__ H, int M, int N, int K, int nseg,
+                                                              float *partial, int *counters)
 {
+    typedef skinny_smem<MT, NW, S> smem_t;
+    const int BN = 8 * NW, ROWS = skinny_rows<MT>::n, TILES = skinny_rows<MT>::tiles;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    skinny_smem<MT> *sm = reinterpret_cast<skinny_smem<MT> *>(smem_raw);
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n0 = blockIdx.x * SK_BN, seg = blockIdx.y;
+    smem_t *sm = reinterpret_cast<smem_t *>(smem_raw);
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n0 = blockIdx.x * BN, seg = blockIdx.y;
     int L = K / nseg, kbeg = seg * L, kend = kbeg + L, tiles = (L + SK_BK - 1) / SK_BK;
-    float acc[MT][4];
+    float acc[TILES][4];
     kern_dep_launch();
 #pragma unroll
-    for (int i = 0; i < MT; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
-    // rows M .. 16*MT-1 of every stage: zeros, written once (the first barrier below orders them)
-    for (int i = threadIdx.x; i < SK_STAGES * (16 * MT - M) * (SK_LD / 8); i += blockDim.x) {
-        int st = i / ((16 * MT - M) * (SK_LD / 8)), rest = i % ((16 * MT - M) * (SK_LD / 8));
+    for (int i = 0; i < TILES; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+    // rows M .. ROWS-1 of every stage: zeros, written once (the first barrier below orders them)
+    for (int i = threadIdx.x; i < S * (ROWS - M) * (SK_LD / 8); i += blockDim.x) {
+        int st = i / ((ROWS - M) * (SK_LD / 8)), rest = i % ((ROWS - M) * (SK_LD / 8));
         *(uint4 *)&sm->a[st][M + rest / (SK_LD / 8)][(rest % (SK_LD / 8)) * 8] = make_uint4(0, 0, 0, 0);
     }
 
     // the first stages' weights stream in before the previous kernel is done (no kernel writes them; see
-    // kern_dep_wait), their activations after it: groups w0, w1, w2, x012, so the first step waits for all
+    // kern_dep_wait), their activations after it: groups w0, w1, .., x0.., so the first step waits for all
 #pragma unroll
-    for (int s = 0; s < SK_STAGES - 1; s++) {
-        if (s < tiles) load_rows<MT>(sm, s, X, W, M, N, K, n0, kbeg + s * SK_BK, kend, M, M + SK_BN);
+    for (int s = 0; s < S - 1; s++) {
+        if (s < tiles) load_rows(sm, s, X, W, M, N, K, n0, kbeg + s * SK_BK, kend, M, M + BN);
         cp_async_commit();
     }
     kern_dep_wait();
 #pragma unroll
-    for (int s = 0; s < SK_STAGES - 1; s++)
-        if (s < tiles) load_rows<MT>(sm, s, X, W, M, N, K, n0, kbeg + s * SK_BK, kend, 0, M);
+    for (int s = 0; s < S - 1; s++)
+        if (s < tiles) load_rows(sm, s, X, W, M, N, K, n0, kbeg + s * SK_BK, kend, 0, M);
     cp_async_commit();
     for (int kt = 0; kt < tiles; kt++) {
-        int st = kt % SK_STAGES, k0 = kbeg + kt * SK_BK;
+        int st = kt % S, k0 = kbeg + kt * SK_BK;
         if (kt == 0) cp_async_wait<0>();
-        else cp_async_wait<SK_STAGES - 2>();
+        else cp_async_wait<S - 2>();
         __syncthreads();
         {
-            int next = kt + SK_STAGES - 1;
-            if (next < tiles) load_stage<MT>(sm, next % SK_STAGES, X, W, M, N, K, n0, kbeg + next * SK_BK, kend);
+            int next = kt + S - 1;
+            if (next < tiles) load_rows(sm, next % S, X, W, M, N, K, n0, kbeg + next * SK_BK, kend, 0, M + BN);
             cp_async_commit();
         }
 #pragma unroll
@@ -108,13 +124,13 @@ __global__ void __launch_bounds__(32 * SK_WARPS) gemm_skinny_kernel(const uint16
             // B: this warp's 8 columns, k kk..kk+31: matrices (k+0..7, 8..15, 16..23, 24..31)
             ldmatrix_x4(b, &sm->b[st][warp * 8 + (lane & 7)][kk + (lane >> 3) * 8]);
 #pragma unroll
-            for (int mi = 0; mi < MT; mi++) {
+            for (int mi = 0; mi < TILES; mi++) {
                 uint32_t r0[4], r1[4];
                 uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-                ldmatrix_x4(r0, &sm->a[st][mi * 16 + (lane & 15)][kk + (lane >> 4) * 8]);
+                load_a(r0, sm, st, mi, kk, lane);
                 mma_bf16_16816(acc[mi], r0, b0);
                 if (second) {
-                    ldmatrix_x4(r1, &sm->a[st][mi * 16 + (lane & 15)][kk + 16 + (lane >> 4) * 8]);
+                    load_a(r1, sm, st, mi, kk + 16, lane);
                     mma_bf16_16816(acc[mi], r1, b1);
                 }
             }
@@ -124,42 +140,81 @@ __global__ void __launch_bounds__(32 * SK_WARPS) gemm_skinny_kernel(const uint16
 
     int g = lane >> 2, t = lane & 3;
 #pragma unroll
-    for (int mi = 0; mi < MT; mi++)
+    for (int mi = 0; mi < TILES; mi++)
 #pragma unroll
         for (int h = 0; h < 2; h++)
             seg_store2(Y, H, partial, bias, M, N, nseg, seg, mi * 16 + g + 8 * h, n0 + warp * 8 + 2 * t, acc[mi][2 * h],
                        acc[mi][2 * h + 1]);
-    if (nseg > 1) seg_finish(Y, H, partial, bias, M, N, nseg, 0, n0, M, SK_BN, &counters[blockIdx.x], &sm->last);
+    if (nseg > 1) seg_finish(Y, H, partial, bias, M, N, nseg, 0, n0, M, BN, &counters[blockIdx.x], &sm->last);
 }
 
-template <int MT>
+template <int MT, int NW, int S>
 static void launch(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N, int K,
                    int nseg, const struct kern_gemm_ws *ws, kern_stream s)
 {
-    size_t smem = sizeof(skinny_smem<MT>);
+    size_t smem = sizeof(skinny_smem<MT, NW, S>);
     static bool configured = false;
     if (!configured) {
-        KERN_CHECK(cudaFuncSetAttribute(gemm_skinny_kernel<MT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)smem));
+        KERN_CHECK(cudaFuncSetAttribute(gemm_skinny_kernel<MT, NW, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem));
         configured = true;
     }
-    dim3 grid((N + SK_BN - 1) / SK_BN, nseg);
-    kern_launch(gemm_skinny_kernel<MT>, dim3(grid), dim3(32 * SK_WARPS), smem, s, x, w, bias, y, h, M, N, K, nseg,
+    dim3 grid((N + 8 * NW - 1) / (8 * NW), nseg);
+    kern_launch(gemm_skinny_kernel<MT, NW, S>, grid, dim3(32 * NW), smem, s, x, w, bias, y, h, M, N, K, nseg,
                 nseg > 1 ? ws->partial : NULL, nseg > 1 ? ws->counters : NULL);
     KERN_LAUNCHED();
 }
 
-extern "C" void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M,
-                                 int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
+// One block shape (warps, stages) at the row tiles M needs.
+template <int NW, int S>
+static void launch_rows(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
+                        int K, int nseg, const struct kern_gemm_ws *ws, kern_stream s)
+{
+    if (M <= 8) launch<0, NW, S>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    else if (M <= 16) launch<1, NW, S>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    else if (M <= 32) launch<2, NW, S>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    else launch<4, NW, S>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+}
+
+// The block shape for M rows (variant 0) or a forced one (1..KERN_SKINNY_VARIANTS-1), as measured on the H200
+// (bench_cuda_products, docs/perf.md, version 8): 4 warps and 5 stages for one to three rows; 8 warps and 4
+// stages up to 32 (gate|up at 16 rows 75 µs against 95 in 4-warp blocks); 8 warps and 3 stages beyond, where
+// two blocks fit an SM (gate|up at 64 rows 132 µs against 201).
+static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h,
+                           int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
     int nseg = kern_gemm_segments(N, K);
-    if (K % 16 != 0 || M > 64 || (nseg > 1 && (!ws || !ws->partial || !ws->counters))) {
-        fprintf(stderr, "g4: fatal: kern_gemm_skinny: M = %d (<= 64), K = %d (multiple of 16), %d segments %s\n", M, K,
-                nseg, nseg > 1 && (!ws || !ws->partial) ? "without scratch" : "");
+    if (K % 16 != 0 || M > 64 || (nseg > 1 && (!ws || !ws->partial || !ws->counters)) || v < 0 ||
+        v >= KERN_SKINNY_VARIANTS) {
+        fprintf(stderr, "g4: fatal: kern_gemm_skinny: M = %d (<= 64), K = %d (multiple of 16), %d segments %s, variant %d\n",
+                M, K, nseg, nseg > 1 && (!ws || !ws->partial) ? "without scratch" : "", v);
         abort();
     }
     seg_check_h("kern_gemm_skinny", h, N);
     if (M == 0 || N == 0) return;
-    if (M <= 16) launch<1>(x, w, bias, y, h, M, N, K, nseg, ws, s);
-    else if (M <= 32) launch<2>(x, w, bias, y, h, M, N, K, nseg, ws, s);
-    else launch<4>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    if (v == 0) v = M < 4 ? 3 : M <= 32 ? 2 : 4;
+    switch (v) {
+    case 1: launch_rows<4, 4>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
+    case 2: launch_rows<8, 4>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
+    case 3: launch_rows<4, 5>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
+    default: launch_rows<8, 3>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
+    }
+}
+
+// G4_CUDA_SKINNY_VARIANT=1..4 forces a block shape everywhere: a tuning knob, as every shape gives the same bits.
+extern "C" void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M,
+                                 int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
+{
+    static int forced = -1;
+    if (forced < 0) {
+        const char *v = getenv("G4_CUDA_SKINNY_VARIANT");
+        forced = v && atoi(v) > 0 && atoi(v) < KERN_SKINNY_VARIANTS ? atoi(v) : 0;
+    }
+    skinny_variant(forced, x, w, bias, y, h, M, N, K, ws, s);
+}
+
+extern "C" void kern_gemm_skinny_variant(int v, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
+                                         uint16_t *h, int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
+{
+    skinny_variant(v, x, w, bias, y, h, M, N, K, ws, s);
 }

@@ -70,6 +70,13 @@ static inline int kern_gemm_ws_counters(int M, int N)
 void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                       int K, const struct kern_gemm_ws *ws, kern_stream s);
 
+/* The decode kernel with its block shape forced, for tests and benchmarks: variant 0 is kern_gemm_skinny's
+ * own choice by M, 1..KERN_SKINNY_VARIANTS-1 are (warps, stages) = (4, 4), (8, 4), (4, 5), (8, 3). Every
+ * variant gives the same bits (tests/unit/test_cuda_kernels.c). */
+#define KERN_SKINNY_VARIANTS 5
+void kern_gemm_skinny_variant(int variant, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
+                              uint16_t *h, int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s);
+
 /* The prompt kernel (any M): 128x128 tiles, a 4-stage cp.async pipeline, segments in CTAs of their own. */
 void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                     int K, const struct kern_gemm_ws *ws, kern_stream s);

@@ -37,7 +37,7 @@ static void check_shape(const struct gemm_shape *sh)
     float *hbias = malloc((size_t)N * 4), *ref = malloc(ny * 4), *got = malloc(ny * 4), *dbias, *dy, *dref;
     struct kern_gemm_ws ws = {0};
     long wsf = kern_gemm_ws_floats(MAX_M, N, K);
-    static const int Ms[] = {1, 5, 16, 17, 33, 64};
+    static const int Ms[] = {1, 5, 8, 9, 16, 17, 33, 64};
     int exact = 1;
     double worst = 0;
     for (size_t i = 0; i < nx; i++) hx[i] = f32_to_bf16((float)test_uniform());
@@ -58,18 +58,21 @@ static void check_shape(const struct gemm_shape *sh)
     kern_gemm_bf16(dx, dw, dbias, dref, NULL, MAX_M, N, K, &ws, NULL);
     CK(cudaDeviceSynchronize());
     CK(cudaMemcpy(ref, dref, ny * 4, cudaMemcpyDeviceToHost));
-    /* decode kernel at each M, prompt kernel at M = 65 and 130: rows equal to the reference's, bit for bit */
+    /* decode kernel at each M in every block shape (variant 0: its own choice), prompt kernel at M = 65 and
+     * 130: rows equal to the reference's, bit for bit */
     for (int mi = 0; mi < (int)(sizeof Ms / sizeof *Ms) + 2; mi++) {
         int M = mi < (int)(sizeof Ms / sizeof *Ms) ? Ms[mi] : (mi == (int)(sizeof Ms / sizeof *Ms) ? 65 : 130);
-        CK(cudaMemset(dy, 0xff, ny * 4));
-        if (M <= 64) kern_gemm_skinny(dx, dw, dbias, dy, NULL, M, N, K, &ws, NULL);
-        else kern_gemm_bf16(dx, dw, dbias, dy, NULL, M, N, K, &ws, NULL);
-        CK(cudaDeviceSynchronize());
-        CK(cudaMemcpy(got, dy, (size_t)M * N * 4, cudaMemcpyDeviceToHost));
-        if (memcmp(got, ref, (size_t)M * N * 4)) {
-            exact = 0;
-            EXPECTF(0, "%s: M = %d (%s kernel) differs from the 300-row prompt kernel", sh->what, M,
-                    M <= 64 ? "decode" : "prompt");
+        for (int v = 0; v < (M <= 64 ? KERN_SKINNY_VARIANTS : 1); v++) {
+            CK(cudaMemset(dy, 0xff, ny * 4));
+            if (M <= 64) kern_gemm_skinny_variant(v, dx, dw, dbias, dy, NULL, M, N, K, &ws, NULL);
+            else kern_gemm_bf16(dx, dw, dbias, dy, NULL, M, N, K, &ws, NULL);
+            CK(cudaDeviceSynchronize());
+            CK(cudaMemcpy(got, dy, (size_t)M * N * 4, cudaMemcpyDeviceToHost));
+            if (memcmp(got, ref, (size_t)M * N * 4)) {
+                exact = 0;
+                EXPECTF(0, "%s: M = %d (%s kernel, variant %d) differs from the 300-row prompt kernel", sh->what, M,
+                        M <= 64 ? "decode" : "prompt", v);
+            }
         }
     }
     /* against double precision on a few rows */
@@ -86,7 +89,8 @@ static void check_shape(const struct gemm_shape *sh)
     /* fp32 accumulation over K up to 21504: ~1e-5 of the row's largest value; a wrong chunk, segment or order
      * of operands is off by whole terms (1e-2 and more) */
     EXPECTF(worst < 1e-4, "%s: %.3g relative to double precision", sh->what, worst);
-    printf("  %-18s N %5d K %5d: %d segment(s); M 1..64 decode = M 65, 130 prompt = M 300 prompt: %s; vs double %.2e\n",
+    printf("  %-18s N %5d K %5d: %d segment(s); M 1..64 decode (5 block shapes) = M 65, 130 prompt = M 300 "
+           "prompt: %s; vs double %.2e\n",
            sh->what, N, K, nseg, exact ? "bit-identical" : "DIFFER", worst);
     cudaFree(dx);
     cudaFree(dw);

@@ -1,0 +1,157 @@
+/* bench_cuda_products — the decode products alone (kern_gemm at M <= 64 rows: gemm_skinny.cu), at every
+ * product shape of one 12B decode step, against the GPU's copy rate. Decode is bound by reading each weight
+ * once per step, so the figure that matters is the weight bytes a product streams per second; the table gives
+ * microseconds per product, GB/s of weights read and that rate as a share of the copy rate (a 2 GiB
+ * device-to-device copy, read + write bytes per second: the same measure as `g4 bench`'s floor).
+ *
+ * Each product cycles through enough copies of its weights (over 512 MB in all) that none is still in the
+ * 50 MB L2 when it is read again, as in a real step, where the next layer's weights are elsewhere. Launches
+ * follow each other on one stream with programmatic dependent launch, as in a step's graph. Times: the median
+ * of 5 rounds of 40 launches, for the kernel's own choice of block shape by M and for each forced shape
+ * (kern_gemm_skinny_variant: warps x stages), so a new choice can be read off the table. Without a GPU (or a
+ * CUDA build) it says so and exits 0. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if G4_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include "kernels.h"
+#include "util/util.h"
+
+#define CHECK(call)                                                                                         \
+    do {                                                                                                    \
+        cudaError_t rc_ = (call);                                                                           \
+        if (rc_ != cudaSuccess) {                                                                           \
+            fprintf(stderr, "bench_cuda_products: %s: %s\n", #call, cudaGetErrorString(rc_));                \
+            exit(1);                                                                                        \
+        }                                                                                                   \
+    } while (0)
+
+#define ROUNDS 5
+#define LAUNCHES 40
+
+/* A decode product of the 12B, named by what it is; geglu: the gate|up product, which writes h. */
+struct product {
+    const char *what;
+    int N, K, geglu;
+};
+
+static const struct product PRODUCTS[] = {
+    {"q|k|v sliding", 8192, 3840, 0}, {"q|k|v full", 8704, 3840, 0}, {"o sliding", 3840, 4096, 0},
+    {"o full", 3840, 8192, 0},        {"gate|up", 30720, 3840, 1},   {"down", 3840, 15360, 0},
+    {"head (tied embedding)", 262144, 3840, 0},
+};
+
+/* Read + write bytes per second of a 2 GiB device copy, the median of 5 after one warm-up. */
+static double copy_rate(void)
+{
+    size_t n = (size_t)2 << 30;
+    void *a, *b;
+    double t[5];
+    CHECK(cudaMalloc(&a, n));
+    CHECK(cudaMalloc(&b, n));
+    CHECK(cudaMemset(a, 1, n));
+    CHECK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
+    CHECK(cudaDeviceSynchronize());
+    for (int i = 0; i < 5; i++) {
+        double t0 = util_now();
+        CHECK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
+        CHECK(cudaDeviceSynchronize());
+        t[i] = util_now() - t0;
+    }
+    CHECK(cudaFree(a));
+    CHECK(cudaFree(b));
+    return 2.0 * n / util_median(t, 5);
+}
+
+/* Microseconds per product of M rows: the median of ROUNDS rounds of LAUNCHES launches. */
+static double time_product(const struct product *p, int v, int M, uint16_t **w, int copies, const uint16_t *x, float *y,
+                           uint16_t *h, const struct kern_gemm_ws *ws, cudaStream_t s)
+{
+    cudaEvent_t a, b;
+    double t[ROUNDS];
+    CHECK(cudaEventCreate(&a));
+    CHECK(cudaEventCreate(&b));
+    for (int i = 0; i < copies; i++)
+        kern_gemm_skinny_variant(v, x, w[i], NULL, p->geglu ? NULL : y, p->geglu ? h : NULL, M, p->N, p->K, ws, s);
+    for (int r = 0; r < ROUNDS; r++) {
+        float ms;
+        CHECK(cudaEventRecord(a, s));
+        for (int i = 0; i < LAUNCHES; i++)
+            kern_gemm_skinny_variant(v, x, w[i % copies], NULL, p->geglu ? NULL : y, p->geglu ? h : NULL, M, p->N,
+                                     p->K, ws, s);
+        CHECK(cudaEventRecord(b, s));
+        CHECK(cudaEventSynchronize(b));
+        CHECK(cudaEventElapsedTime(&ms, a, b));
+        t[r] = 1e3 * ms / LAUNCHES;
+    }
+    CHECK(cudaEventDestroy(a));
+    CHECK(cudaEventDestroy(b));
+    return util_median(t, ROUNDS);
+}
+
+int main(void)
+{
+    static const int ROWS[] = {1, 2, 4, 8, 16, 64};
+    int n_dev = 0;
+    if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
+        printf("bench_cuda_products: no CUDA device here; nothing to measure\n");
+        return 0;
+    }
+    struct cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    double rate = copy_rate();
+    printf("%s, copy rate %.0f GB/s (2 GiB device copy, read + write)\n\n", prop.name, rate / 1e9);
+    printf("| product | N | K | segments | rows | µs | GB/s of weights | %% of copy rate | µs at 4x4 | 8x4 | 4x5 | 8x3 |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    cudaStream_t s;
+    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    for (size_t pi = 0; pi < sizeof PRODUCTS / sizeof *PRODUCTS; pi++) {
+        const struct product *p = &PRODUCTS[pi];
+        size_t wbytes = (size_t)p->N * p->K * 2;
+        int copies = (int)((((size_t)512 << 20) + wbytes - 1) / wbytes);
+        if (copies < 1) copies = 1;
+        if (copies > 16) copies = 16;
+        uint16_t *w[16], *x, *h;
+        float *y;
+        struct kern_gemm_ws ws;
+        for (int i = 0; i < copies; i++) {
+            CHECK(cudaMalloc((void **)&w[i], wbytes));
+            CHECK(cudaMemset(w[i], 0x3c, wbytes)); /* bf16 0x3c3c: 0.0115, finite */
+        }
+        CHECK(cudaMalloc((void **)&x, (size_t)64 * p->K * 2));
+        CHECK(cudaMemset(x, 0x3c, (size_t)64 * p->K * 2));
+        CHECK(cudaMalloc((void **)&y, (size_t)64 * p->N * sizeof *y));
+        CHECK(cudaMalloc((void **)&h, (size_t)64 * p->N));
+        long ws_floats = kern_gemm_ws_floats(64, p->N, p->K);
+        CHECK(cudaMalloc((void **)&ws.partial, (size_t)(ws_floats ? ws_floats : 1) * sizeof(float)));
+        CHECK(cudaMalloc((void **)&ws.counters, (size_t)kern_gemm_ws_counters(64, p->N) * sizeof(int)));
+        CHECK(cudaMemset(ws.counters, 0, (size_t)kern_gemm_ws_counters(64, p->N) * sizeof(int)));
+        for (size_t ri = 0; ri < sizeof ROWS / sizeof *ROWS; ri++) {
+            double us[KERN_SKINNY_VARIANTS];
+            for (int v = 0; v < KERN_SKINNY_VARIANTS; v++) us[v] = time_product(p, v, ROWS[ri], w, copies, x, y, h, &ws, s);
+            double gbs = wbytes / (us[0] * 1e-6) / 1e9;
+            printf("| %s | %d | %d | %d | %d | %.1f | %.0f | %.0f |", p->what, p->N, p->K,
+                   kern_gemm_segments(p->N, p->K), ROWS[ri], us[0], gbs, 100.0 * gbs * 1e9 / rate);
+            for (int v = 1; v < KERN_SKINNY_VARIANTS; v++) printf(" %.1f |", us[v]);
+            printf("\n");
+        }
+        for (int i = 0; i < copies; i++) CHECK(cudaFree(w[i]));
+        CHECK(cudaFree(x));
+        CHECK(cudaFree(y));
+        CHECK(cudaFree(h));
+        CHECK(cudaFree(ws.partial));
+        CHECK(cudaFree(ws.counters));
+    }
+    CHECK(cudaStreamDestroy(s));
+    return 0;
+}
+#else
+int main(void)
+{
+    printf("bench_cuda_products: built without CUDA; nothing to measure\n");
+    return 0;
+}
+#endif
