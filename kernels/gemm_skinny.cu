@@ -3,12 +3,12 @@
 // flight: blocks of 4 or 8 warps own 8 output columns per warp of one K segment (kernels.h, "the reduction
 // rule"), and stream that slice of the weights through a cp.async pipeline of 128-wide K steps into padded
 // shared rows, feeding the tensor cores by ldmatrix. Rows past M are zeros written once, never loaded; up to
-// 8 rows, the activations take 8 shared rows a stage and the mma's rows 8..15 are zero registers.
+// 8 rows the slim shapes give the activations 8 shared rows a stage and the mma's rows 8..15 are zero registers.
 //
 // The block shape is chosen by M (skinny_variant): every shape runs each output column's chain the same way
 // (chunks of 16 in increasing order within its segment), so the choice changes speed, never bits. One row
-// streams best from 4-warp blocks with 5 stages of 8-row activations; from 4 rows up every block re-reads the
-// activations, and 8-warp blocks (64 columns) halve that.
+// streams best from 4-warp blocks of 4 stages; from 2 rows up 8-warp blocks (64 columns) halve the re-reads
+// of the activations.
 //
 // Products cut into segments (small N) write each segment's tile to a scratch array; the block that
 // completes a tile (an arrival counter per tile) adds the segments in segment order to 0.0f, adds the bias
@@ -166,20 +166,21 @@ static void launch(const uint16_t *x, const uint16_t *w, const float *bias, floa
 }
 
 // One block shape (warps, stages) at the row tiles M needs.
-template <int NW, int S>
+template <int NW, int S, bool SLIM>
 static void launch_rows(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                         int K, int nseg, const struct kern_gemm_ws *ws, kern_stream s)
 {
-    if (M <= 8) launch<0, NW, S>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    if (SLIM && M <= 8) launch<0, NW, S>(x, w, bias, y, h, M, N, K, nseg, ws, s);
     else if (M <= 16) launch<1, NW, S>(x, w, bias, y, h, M, N, K, nseg, ws, s);
     else if (M <= 32) launch<2, NW, S>(x, w, bias, y, h, M, N, K, nseg, ws, s);
     else launch<4, NW, S>(x, w, bias, y, h, M, N, K, nseg, ws, s);
 }
 
 // The block shape for M rows (variant 0) or a forced one (1..KERN_SKINNY_VARIANTS-1), as measured on the H200
-// (bench_cuda_products, docs/perf.md, version 8): 4 warps and 5 stages for one to three rows; 8 warps and 4
-// stages up to 32 (gate|up at 16 rows 75 µs against 95 in 4-warp blocks); 8 warps and 3 stages beyond, where
-// two blocks fit an SM (gate|up at 64 rows 132 µs against 201).
+// (bench_cuda_products, docs/perf.md, version 8): one row streams best from 4-warp blocks of 4 stages with 16
+// activation rows (gate|up 64.1 µs against 66.4 at 4 x 5 and 71.2 with 8 rows; the 12B step 8.38 ms against
+// 8.68); 8 warps and 4 stages from 2 rows up to 32 (gate|up at 16 rows 75 µs against 93 in 4-warp blocks);
+// 8 warps and 3 stages beyond, where two blocks fit an SM (gate|up at 64 rows 130 µs against 198).
 static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h,
                            int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
@@ -192,16 +193,18 @@ static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const fl
     }
     seg_check_h("kern_gemm_skinny", h, N);
     if (M == 0 || N == 0) return;
-    if (v == 0) v = M < 4 ? 3 : M <= 32 ? 2 : 4;
+    if (v == 0) v = M == 1 ? 5 : M <= 32 ? 2 : 4;
     switch (v) {
-    case 1: launch_rows<4, 4>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
-    case 2: launch_rows<8, 4>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
-    case 3: launch_rows<4, 5>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
-    default: launch_rows<8, 3>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
+    case 1: launch_rows<4, 4, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
+    case 2: launch_rows<8, 4, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
+    case 3: launch_rows<4, 5, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
+    case 4: launch_rows<8, 3, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
+    case 5: launch_rows<4, 4, false>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
+    default: launch_rows<4, 3, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
     }
 }
 
-// G4_CUDA_SKINNY_VARIANT=1..4 forces a block shape everywhere: a tuning knob, as every shape gives the same bits.
+// G4_CUDA_SKINNY_VARIANT=1..6 forces a block shape everywhere: a tuning knob, as every shape gives the same bits.
 extern "C" void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M,
                                  int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {

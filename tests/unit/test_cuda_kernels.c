@@ -89,9 +89,9 @@ static void check_shape(const struct gemm_shape *sh)
     /* fp32 accumulation over K up to 21504: ~1e-5 of the row's largest value; a wrong chunk, segment or order
      * of operands is off by whole terms (1e-2 and more) */
     EXPECTF(worst < 1e-4, "%s: %.3g relative to double precision", sh->what, worst);
-    printf("  %-18s N %5d K %5d: %d segment(s); M 1..64 decode (5 block shapes) = M 65, 130 prompt = M 300 "
+    printf("  %-18s N %5d K %5d: %d segment(s); M 1..64 decode (%d block shapes) = M 65, 130 prompt = M 300 "
            "prompt: %s; vs double %.2e\n",
-           sh->what, N, K, nseg, exact ? "bit-identical" : "DIFFER", worst);
+           sh->what, N, K, nseg, KERN_SKINNY_VARIANTS - 1, exact ? "bit-identical" : "DIFFER", worst);
     cudaFree(dx);
     cudaFree(dw);
     cudaFree(dbias);
