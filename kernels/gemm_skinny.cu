@@ -199,12 +199,11 @@ static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const fl
     case 2: launch_rows<8, 4, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
     case 3: launch_rows<4, 5, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
     case 4: launch_rows<8, 3, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
-    case 5: launch_rows<4, 4, false>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
-    default: launch_rows<4, 3, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
+    default: launch_rows<4, 4, false>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
     }
 }
 
-// G4_CUDA_SKINNY_VARIANT=1..6 forces a block shape everywhere: a tuning knob, as every shape gives the same bits.
+// G4_CUDA_SKINNY_VARIANT=1..5 forces a block shape everywhere: a tuning knob, as every shape gives the same bits.
 extern "C" void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M,
                                  int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
