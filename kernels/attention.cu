@@ -110,6 +110,9 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     uint16_t *__restrict__ out)
 {
     kern_dep_launch();
+    // a graph's grid covers every tile its rows could form; blocks past the pass's own return before waiting
+    // (n_tiles is copied in before the pass's first kernel, and no kernel writes it)
+    if ((int)blockIdx.x >= *n_tiles) return;
     kern_dep_wait();
     typedef attn_shape<D, W> S;
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -121,7 +124,6 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     __shared__ __align__(16) uint16_t pw[S::XG][16][KB + 8]; // the group's bf16 weights of one block
     constexpr int NT = S::NT;
 
-    if ((int)blockIdx.x >= *n_tiles) return;
     const struct kern_tile tile = tiles[blockIdx.x];
     const int kvh = blockIdx.y, G = n_heads / n_kv, kvd = n_kv * D, WZ = gridDim.z;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -425,6 +427,8 @@ static int partial_groups(int units, int decode)
     return wz;
 }
 
+extern "C" int kern_attention_groups(int tiles, int n_kv, int decode) { return partial_groups(tiles * n_kv, decode); }
+
 template <int D, int W>
 static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
@@ -452,16 +456,20 @@ extern "C" int kern_attention_tile_rows(int D, int group, int decode)
 
 extern "C" int kern_attention(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new,
                               const uint16_t *cache_k, const uint16_t *cache_v, const struct kern_row *rows_meta,
-                              const struct kern_tile *tiles, const int *n_tiles, int max_tiles, int rows,
-                              int n_heads, int n_kv, int D, int cap, int is_full, int window, int mask_all,
+                              const struct kern_tile *tiles, const int *n_tiles, int max_tiles, int split_tiles,
+                              int rows, int n_heads, int n_kv, int D, int cap, int is_full, int window, int mask_all,
                               int decode, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
 {
     if (rows == 0 || max_tiles == 0) return 0;
+    if (split_tiles < 1 || split_tiles > max_tiles) {
+        fprintf(stderr, "g4: fatal: kern_attention: split by %d tiles of at most %d\n", split_tiles, max_tiles);
+        abort();
+    }
     if (n_heads % n_kv || kern_attention_tile_rows(D, n_heads / n_kv, decode) == 0) {
         fprintf(stderr, "g4: fatal: kern_attention: %d query heads over %d kv heads at head dim %d\n", n_heads, n_kv, D);
         abort();
     }
-    const int wz = partial_groups(max_tiles * n_kv, decode);
+    const int wz = partial_groups(split_tiles * n_kv, decode);
 #define CASE(d)                                                                                                    \
     case d:                                                                                                        \
         if (decode)                                                                                                \

@@ -75,17 +75,18 @@ float *cuda_upload_f32(struct cuda_engine *e, float *host, size_t count)
     return d;
 }
 
-/* The attention tile list layer l uses: one per distinct (head dim, query heads per kv head). */
+/* The attention tile list layer l uses: one per distinct (head dim, query heads per kv head, kv heads). */
 static int tile_set_for(struct cuda_engine *e, const struct cfg_layer *cl, char *err)
 {
     int D = cl->head_dim, G = cl->n_heads / cl->n_kv_heads;
     if (kern_attention_tile_rows(D, G, 0) == 0 || kern_attention_tile_rows(D, G, 1) == 0)
         return g4_errf(err, "cuda engine: %d query heads per kv head at head dim %d are not supported", G, D);
     for (int i = 0; i < e->n_tile_sets; i++)
-        if (e->tile_d[i] == D && e->tile_group[i] == G) return i;
+        if (e->tile_d[i] == D && e->tile_group[i] == G && e->tile_kv[i] == cl->n_kv_heads) return i;
     G4_CHECK(e->n_tile_sets < CUDA_TILE_SETS, "more than %d attention tile shapes", CUDA_TILE_SETS);
     e->tile_d[e->n_tile_sets] = D;
     e->tile_group[e->n_tile_sets] = G;
+    e->tile_kv[e->n_tile_sets] = cl->n_kv_heads;
     return e->n_tile_sets++;
 }
 

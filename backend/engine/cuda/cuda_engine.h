@@ -31,6 +31,7 @@
 /* A captured decode pass, by shape. */
 struct cuda_graph {
     int rows, logits, stride;
+    int split[CUDA_TILE_SETS]; /* kern_attention_groups of each tile set */
     cudaGraphExec_t exec; /* NULL until the shape is seen a second time */
 };
 
@@ -102,6 +103,7 @@ struct cuda_engine {
     int image_rows_cap;         /* rows image_rows can hold */
     int max_qd, max_kvd, max_qkv, max_i, max_heads;
     int tile_d[CUDA_TILE_SETS], tile_group[CUDA_TILE_SETS], n_tile_sets; /* head dim, group of each list */
+    int tile_kv[CUDA_TILE_SETS];   /* kv heads of each list's layers */
     int tile_rows[CUDA_TILE_SETS]; /* rows per attention tile of each list in this pass */
     int decode_pass;               /* this pass has 4 … CUDA_GRAPH_MAX_ROWS rows: narrow attention blocks */
     /* the draws (cuda_sample.c): per logits row what to select, the selected candidates, and for rows

@@ -123,7 +123,8 @@ static void layer_forward(struct cuda_engine *e, const struct cuda_layer *l, int
                   e->v_new, s);
     cuda_prof_mark(e, PROF_QKV_PREP);
     int merge = kern_attention(e->q16, e->k_new, e->v_new, l->cache_k, l->cache_v, e->meta,
-                               e->tiles + (size_t)ts * e->max_rows, e->n_tiles + ts, graphed ? R : e->h_n_tiles[ts], R,
+                               e->tiles + (size_t)ts * e->max_rows, e->n_tiles + ts, graphed ? R : e->h_n_tiles[ts],
+                               e->h_n_tiles[ts], R,
                                c->n_heads, c->n_kv_heads, c->head_dim, l->cap, c->is_full, c->window, mask_all,
                                e->decode_pass, e->part_acc, e->part_ml, e->o, s);
     cuda_prof_mark(e, c->is_full ? PROF_ATTN_FULL : PROF_ATTN_SLIDING);
@@ -170,25 +171,40 @@ static void enqueue_pass(struct cuda_engine *e, int R, int L, int graphed)
     pass_logits(e, L);
 }
 
+/* The attention split of each tile set for this pass's tiles (kern_attention_groups): part of a graph's
+ * shape, since one stream's window of 16 rows (one tile) and 16 streams' single rows (16 tiles) share a row
+ * count but not a grid. */
+static void pass_split(const struct cuda_engine *e, int split[CUDA_TILE_SETS])
+{
+    memset(split, 0, CUDA_TILE_SETS * sizeof *split);
+    for (int t = 0; t < e->n_tile_sets; t++) split[t] = kern_attention_groups(e->h_n_tiles[t], e->tile_kv[t], e->decode_pass);
+}
+
 /* A decode pass (few rows, no images, nothing but candidates copied out) is replayed from a CUDA graph: the
- * second time a shape (rows, logits rows, candidates per row) is seen it is captured, and from then on one
- * launch replaces the pass's hundreds. The graph holds the same kernels with the same arguments, so its
- * results are the eager pass's, bit for bit. Returns the graph to launch, or NULL to run eagerly. */
+ * second time a shape (rows, logits rows, candidates per row, attention split) is seen it is captured, and
+ * from then on one launch replaces the pass's hundreds. The graph holds the same kernels with the same
+ * arguments, so its results are the eager pass's, bit for bit. Returns the graph to launch, or NULL to run
+ * eagerly. */
 static cudaGraphExec_t graph_for(struct cuda_engine *e, const struct engine_item *items, int n_items, int R, int L)
 {
     struct cuda_graph *g = NULL;
     cudaGraph_t graph;
+    int split[CUDA_TILE_SETS];
     if (!e->use_graphs || R > CUDA_GRAPH_MAX_ROWS) return NULL;
     for (int i = 0; i < n_items; i++)
         if (items[i].n_image_rows) return NULL;
     for (int j = 0; j < L; j++)
         if (e->draw[j].dst) return NULL;
+    pass_split(e, split);
     for (int i = 0; i < e->n_graphs; i++)
-        if (e->graphs[i].rows == R && e->graphs[i].logits == L && e->graphs[i].stride == e->cand_stride) g = &e->graphs[i];
+        if (e->graphs[i].rows == R && e->graphs[i].logits == L && e->graphs[i].stride == e->cand_stride &&
+            !memcmp(e->graphs[i].split, split, sizeof split))
+            g = &e->graphs[i];
     if (!g) {
         if (e->n_graphs == CUDA_MAX_GRAPHS) return NULL;
         g = &e->graphs[e->n_graphs++];
         g->rows = R, g->logits = L, g->stride = e->cand_stride, g->exec = NULL;
+        memcpy(g->split, split, sizeof split);
         return NULL; /* first sight: run eagerly (every kernel configured before any capture) */
     }
     if (g->exec) return g->exec;
