@@ -31,6 +31,46 @@ __device__ __forceinline__ unsigned long long cand_key(const float *row, int i, 
     return ((unsigned long long)samp_core_desc_key(x) << 32) | (unsigned)i;
 }
 
+// One step of a bitonic network over keys[0, n): pairs (i, i + stride) within blocks of 2 stride, ascending
+// where i & size is 0, else descending.
+__device__ __forceinline__ void bitonic_step(unsigned long long *keys, int n, int size, int stride)
+{
+    for (int p = threadIdx.x; p < n / 2; p += THREADS) {
+        int i = 2 * stride * (p / stride) + p % stride, j = i + stride;
+        unsigned long long a = keys[i], b = keys[j];
+        if ((a > b) == ((i & size) == 0)) keys[i] = b, keys[j] = a;
+    }
+    __syncthreads();
+}
+
+// The kmax smallest of the CH keys, ascending, to keys[0, kmax) (bitonic top-k): runs of P (the power of 2
+// >= kmax) are sorted, alternately ascending and descending; then, round by round, each pair of runs (one
+// ascending, one descending) becomes one run of their P smallest — the elementwise minimum of the two, a
+// bitonic sequence — merged into order (again alternating), until one ascending run is left. Comparisons of
+// unique keys only (NONE ties are interchangeable), so the result is the full sort's first kmax, with a
+// third of its work.
+__device__ void smallest_first(unsigned long long *keys, int kmax)
+{
+    int P = 1;
+    while (P < kmax) P <<= 1;
+    for (int size = 2; size <= P; size <<= 1)
+        for (int stride = size >> 1; stride > 0; stride >>= 1) bitonic_step(keys, CH, size, stride);
+    for (int n = CH; n > P; n >>= 1) {
+        unsigned long long m[CH / 2 / THREADS > 0 ? CH / 2 / THREADS : 1];
+        int q = 0;
+        for (int i = threadIdx.x; i < n / 2; i += THREADS, q++) { // run r of the new list from runs 2r, 2r + 1
+            int r = i / P, o = i % P;
+            unsigned long long a = keys[2 * r * P + o], b = keys[(2 * r + 1) * P + o];
+            m[q] = a < b ? a : b;
+        }
+        __syncthreads();
+        q = 0;
+        for (int i = threadIdx.x; i < n / 2; i += THREADS, q++) keys[i] = m[q];
+        __syncthreads();
+        for (int stride = P >> 1; stride > 0; stride >>= 1) bitonic_step(keys, n / 2, P, stride);
+    }
+}
+
 // One (chunk, row): keys [chunk * CH, + CH) of the row's n — from its logits (FROM_LOGITS) or from the previous
 // level's list src (n per row) — sorted ascending; the first kmax go to dst (gridDim.x * kmax per row), or,
 // with dst NULL (the last level: one chunk), the row's first k candidates go out.
@@ -58,15 +98,7 @@ __global__ void __launch_bounds__(THREADS) topk_level_kernel(const float *__rest
                                 : src[(size_t)r * n + at];
     }
     __syncthreads();
-    for (int size = 2; size <= CH; size <<= 1)
-        for (int stride = size >> 1; stride > 0; stride >>= 1) {
-            for (int p = tid; p < CH / 2; p += THREADS) {
-                int i = 2 * stride * (p / stride) + p % stride, j = i + stride;
-                unsigned long long a = keys[i], b = keys[j];
-                if ((a > b) == ((i & size) == 0)) keys[i] = b, keys[j] = a;
-            }
-            __syncthreads();
-        }
+    smallest_first(keys, kmax);
     if (dst) {
         for (int j = tid; j < kmax; j += THREADS) dst[((size_t)r * gridDim.x + c) * kmax + j] = keys[j];
         return;
