@@ -148,17 +148,29 @@ __global__ void __launch_bounds__(32 * NW) gemm_skinny_kernel(const uint16_t *__
     if (nseg > 1) seg_finish(Y, H, partial, bias, M, N, nseg, 0, n0, M, BN, &counters[blockIdx.x], &sm->last);
 }
 
+// One shape's shared memory allowed (once), and how many of its blocks the GPU holds at a time.
+template <int MT, int NW, int S> static int configure()
+{
+    static int resident = 0;
+    if (!resident) {
+        int dev = 0, sms = 0, per_sm = 0;
+        size_t smem = sizeof(skinny_smem<MT, NW, S>);
+        KERN_CHECK(cudaFuncSetAttribute(gemm_skinny_kernel<MT, NW, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)smem));
+        KERN_CHECK(cudaGetDevice(&dev));
+        KERN_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+        KERN_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, gemm_skinny_kernel<MT, NW, S>, 32 * NW, smem));
+        resident = sms * per_sm > 0 ? sms * per_sm : 1;
+    }
+    return resident;
+}
+
 template <int MT, int NW, int S>
 static void launch(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N, int K,
                    int nseg, const struct kern_gemm_ws *ws, kern_stream s)
 {
     size_t smem = sizeof(skinny_smem<MT, NW, S>);
-    static bool configured = false;
-    if (!configured) {
-        KERN_CHECK(cudaFuncSetAttribute(gemm_skinny_kernel<MT, NW, S>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)smem));
-        configured = true;
-    }
+    configure<MT, NW, S>();
     dim3 grid((N + 8 * NW - 1) / (8 * NW), nseg);
     kern_launch(gemm_skinny_kernel<MT, NW, S>, grid, dim3(32 * NW), smem, s, x, w, bias, y, h, M, N, K, nseg,
                 nseg > 1 ? ws->partial : NULL, nseg > 1 ? ws->counters : NULL);
@@ -176,11 +188,24 @@ static void launch_rows(const uint16_t *x, const uint16_t *w, const float *bias,
     else launch<4, NW, S>(x, w, bias, y, h, M, N, K, nseg, ws, s);
 }
 
+// Whether the grid of that shape for M rows, N outputs and nseg segments runs in one wave.
+template <int NW, int S, bool SLIM> static bool one_wave(int M, int N, int nseg)
+{
+    int blocks = (N + 8 * NW - 1) / (8 * NW) * nseg;
+    int resident = SLIM && M <= 8 ? configure<0, NW, S>()
+                   : M <= 16      ? configure<1, NW, S>()
+                   : M <= 32      ? configure<2, NW, S>()
+                                  : configure<4, NW, S>();
+    return blocks <= resident;
+}
+
 // The block shape for M rows (variant 0) or a forced one (1..KERN_SKINNY_VARIANTS-1), as measured on the H200
 // (bench_cuda_products, docs/perf.md, version 8): one row streams best from 4-warp blocks of 4 stages with 16
 // activation rows (gate|up 64.1 µs against 66.4 at 4 x 5 and 71.2 with 8 rows; the 12B step 8.38 ms against
 // 8.68); 8 warps and 4 stages from 2 rows up to 32 (gate|up at 16 rows 75 µs against 93 in 4-warp blocks);
-// 8 warps and 3 stages beyond, where two blocks fit an SM (gate|up at 64 rows 130 µs against 198).
+// 8 warps and 3 stages beyond, where two blocks fit an SM (gate|up at 64 rows 130 µs against 198). Where the
+// preferred shape's grid needs a second wave and a lighter shape's does not, the lighter one (the 12B full
+// layers' q|k|v in 2 segments: 544 blocks, 528 resident at 4 x 4 with 16 rows, 660 slim; 21.3 µs against 31.3).
 static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h,
                            int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
@@ -193,7 +218,11 @@ static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const fl
     }
     seg_check_h("kern_gemm_skinny", h, N);
     if (M == 0 || N == 0) return;
-    if (v == 0) v = M == 1 ? 5 : M <= 32 ? 2 : 4;
+    if (v == 0) { // the faster shape, unless only the other runs in one wave (a second wave of a few blocks)
+        v = M == 1 ? 5 : M <= 32 ? 2 : 4;
+        if (v == 5 && !one_wave<4, 4, false>(M, N, nseg) && one_wave<4, 4, true>(M, N, nseg)) v = 1;
+        if (v == 2 && !one_wave<8, 4, true>(M, N, nseg) && one_wave<8, 3, true>(M, N, nseg)) v = 4;
+    }
     switch (v) {
     case 1: launch_rows<4, 4, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
     case 2: launch_rows<8, 4, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;

@@ -44,7 +44,7 @@ struct kern_row {
 static inline int kern_gemm_segments(int N, int K)
 {
     int s = 1;
-    while (s < 8 && (N + 31) / 32 * s < 264 && K % (64 * s) == 0 && K / (2 * s) >= 512) s *= 2;
+    while (s < 8 && (N + 31) / 32 * s < 288 && K % (64 * s) == 0 && K / (2 * s) >= 512) s *= 2;
     return s;
 }
 

@@ -216,7 +216,7 @@ static void test_topk(void)
 static void test_segment_rule(void)
 {
     EXPECT(kern_gemm_segments(8192, 3840) == 2);
-    EXPECT(kern_gemm_segments(8704, 3840) == 1);
+    EXPECT(kern_gemm_segments(8704, 3840) == 2);
     EXPECT(kern_gemm_segments(3840, 4096) == 4);
     EXPECT(kern_gemm_segments(3840, 15360) == 4);
     EXPECT(kern_gemm_segments(30720, 3840) == 1);
