@@ -23,6 +23,7 @@
 // k > p - W and (k <= p or same block) — or, with mask_all, (k > p - W and k <= p) or same block.
 #include "common.cuh"
 #include "kernels.h"
+#include "kv_store.cuh"
 #include "mma.cuh"
 
 #define KB KERN_ATTN_KEY_BLOCK
@@ -366,12 +367,14 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     cp_async_wait<0>();
 }
 
-// out (rows, heads, D) bf16 = the NP partials folded in partial order (fold_scales).
+// out (rows, heads, D) bf16 = the NP partials folded in partial order (fold_scales); with store, the (row,
+// head) blocks of a row also copy its new key and value to the caches, 1 / heads of the pieces each.
 __global__ void attention_merge_kernel(const float *__restrict__ part_acc, const float *__restrict__ part_ml,
-                                       int n_heads, int D, uint16_t *__restrict__ out)
+                                       int n_heads, int D, uint16_t *__restrict__ out, int store, struct kern_kv_new kv)
 {
     kern_dep_launch();
     kern_dep_wait();
+    if (store) kv_store_row(kv, blockIdx.x, blockIdx.y * blockDim.x + threadIdx.x, n_heads * blockDim.x);
     size_t idx = (size_t)blockIdx.x * n_heads + blockIdx.y;
     const float *ml = part_ml + idx * NP * 2, *acc = part_acc + idx * NP * D;
     float fa[NP], fb[NP], m = -INFINITY, l = 0.0f;
@@ -495,9 +498,11 @@ extern "C" int kern_attention(const uint16_t *q, const uint16_t *k_new, const ui
 }
 
 extern "C" void kern_attention_merge(const float *part_acc, const float *part_ml, int rows, int n_heads, int D,
-                                     uint16_t *out, kern_stream s)
+                                     uint16_t *out, const struct kern_kv_new *kv, kern_stream s)
 {
+    struct kern_kv_new none = {NULL, NULL, NULL, 0, 0, NULL, NULL};
     if (rows == 0) return;
-    kern_launch(attention_merge_kernel, dim3(rows, n_heads), dim3(128), 0, s, part_acc, part_ml, n_heads, D, out);
+    kern_launch(attention_merge_kernel, dim3(rows, n_heads), dim3(128), 0, s, part_acc, part_ml, n_heads, D, out,
+                kv ? 1 : 0, kv ? *kv : none);
     KERN_LAUNCHED();
 }

@@ -149,9 +149,19 @@ int kern_attention(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
  * graph of a pass is only replayed for passes with the same choice (cuda_step.c). */
 int kern_attention_groups(int tiles, int n_kv, int decode);
 
-/* out (rows, Q*D) bf16 = each (row, head)'s partials left by kern_attention, folded in partial order. */
+/* The step's new keys and values (rows, kvd) bf16 and the layer's caches they join (kern_kv_store). */
+struct kern_kv_new {
+    const uint16_t *k_new, *v_new;
+    const struct kern_row *meta;
+    int kvd, cap;
+    uint16_t *cache_k, *cache_v;
+};
+
+/* out (rows, Q*D) bf16 = each (row, head)'s partials left by kern_attention, folded in partial order; with kv
+ * (or NULL), the rows' new keys and values also go to their caches as kern_kv_store puts them, in the same
+ * launch (one kernel less a layer: attention has read the caches by then). */
 void kern_attention_merge(const float *part_acc, const float *part_ml, int rows, int n_heads, int D, uint16_t *out,
-                          kern_stream s);
+                          const struct kern_kv_new *kv, kern_stream s);
 
 /* Forces how many CTAs share a (tile, kv head)'s partials: 1, 2, 4, 8 or 16 (KERN_ATTN_PARTIALS); 0 restores
  * the choice by the launch's shape. For tests: the choice must never change a bit. Not for use mid-pass. */

@@ -128,10 +128,14 @@ static void layer_forward(struct cuda_engine *e, const struct cuda_layer *l, int
                                c->n_heads, c->n_kv_heads, c->head_dim, l->cap, c->is_full, c->window, mask_all,
                                e->decode_pass, e->part_acc, e->part_ml, e->o, s);
     cuda_prof_mark(e, c->is_full ? PROF_ATTN_FULL : PROF_ATTN_SLIDING);
-    if (merge) kern_attention_merge(e->part_acc, e->part_ml, R, c->n_heads, c->head_dim, e->o, s);
-    cuda_prof_mark(e, PROF_ATTN_MERGE);
-    kern_kv_store(e->k_new, e->v_new, e->meta, R, c->kv_dim, l->cap, l->cache_k, l->cache_v, s);
-    cuda_prof_mark(e, PROF_KV_STORE);
+    struct kern_kv_new kv = {e->k_new, e->v_new, e->meta, c->kv_dim, l->cap, l->cache_k, l->cache_v};
+    if (merge) { /* the merge stores the new keys and values too (attention has read the caches) */
+        kern_attention_merge(e->part_acc, e->part_ml, R, c->n_heads, c->head_dim, e->o, &kv, s);
+        cuda_prof_mark(e, PROF_ATTN_MERGE);
+    } else {
+        kern_kv_store(kv.k_new, kv.v_new, kv.meta, R, kv.kvd, kv.cap, kv.cache_k, kv.cache_v, s);
+        cuda_prof_mark(e, PROF_KV_STORE);
+    }
     gemm(e, e->o, l->wo, e->t, R, H, c->q_dim);
     cuda_prof_mark(e, PROF_O);
     kern_residual_norm_add(e->x, e->t, l->post_attn_norm, e->rms_eps, 1.0f, l->pre_ff_norm, e->xn, R, H, s);
