@@ -211,16 +211,18 @@ static void check_draws(const char *name, struct g4_model *m, const int32_t *ids
     samp_ws_destroy(ws);
 }
 
-/* Greedy-free decoding (seeded, T = 1, Gemma 4's top-k/top-p) of `steps` tokens for each of n streams after a
- * prompt, every step drawing in the engine (no logits copied: the pass a CUDA graph replays). Fills
- * out (n, steps). graphs: whether the engine may replay graphs (G4_CUDA_GRAPHS). */
-static void decode_tokens(struct g4_model *m, const int32_t *ids, int T, int n, int steps, int graphs, int32_t *out)
+/* Greedy-free decoding (seeded, T = 1, Gemma 4's top-k/top-p) of `steps` steps for each of n streams after a
+ * prompt, each step w rows per stream (w > 1: a draft window whose rows are the previous step's w draws), every
+ * row drawn in the engine (no logits copied: the pass a CUDA graph replays). Fills out (n, steps, w). graphs:
+ * whether the engine may replay graphs (G4_CUDA_GRAPHS). */
+static void decode_tokens(struct g4_model *m, const int32_t *ids, int T, int n, int w, int steps, int graphs,
+                          int32_t *out)
 {
-    struct engine_opts o = {ENGINE_CUDA, 4, T + steps + 8, 0, ENGINE_IMAGE_MASK_SLIDING_ONLY, ENGINE_FP32};
+    struct engine_opts o = {ENGINE_CUDA, 4, T + steps * w + 8, 0, ENGINE_IMAGE_MASK_SLIDING_ONLY, ENGINE_FP32};
     char err[G4_ERR_MAX];
     struct engine *e;
     struct samp_params p;
-    int32_t cur[4];
+    int32_t cur[4][ENGINE_MAX_WINDOW];
     int s[4];
     setenv("G4_CUDA_GRAPHS", graphs ? "1" : "0", 1);
     e = engine_create(m, &o, err);
@@ -231,42 +233,54 @@ static void decode_tokens(struct g4_model *m, const int32_t *ids, int T, int n, 
     p.n_suppress_ids = 0;
     for (int i = 0; i < n; i++) {
         s[i] = engine_stream_open(e);
-        EXPECTF(prefill_run(e, s[i], ids, T - 1 - i, NULL, 0, ENGINE_CHUNK_ROWS, NULL, 0, err) == 0, "%s", err);
-        cur[i] = ids[T - 1 - i];
+        EXPECTF(prefill_run(e, s[i], ids, T - i - w, NULL, 0, ENGINE_CHUNK_ROWS, NULL, 0, err) == 0, "%s", err);
+        for (int k = 0; k < w; k++) cur[i][k] = ids[T - i - w + k];
     }
     for (int t = 0; t < steps; t++) {
         struct engine_item it[4];
-        int32_t got[4];
+        int32_t got[4][ENGINE_MAX_WINDOW];
         memset(it, 0, sizeof it);
         for (int i = 0; i < n; i++) {
             it[i].stream = s[i];
-            it[i].n = 1;
-            it[i].tokens = &cur[i];
+            it[i].n = w;
+            it[i].tokens = cur[i];
             it[i].sample = &p;
-            it[i].sampled = &got[i];
+            it[i].sampled = got[i];
         }
         EXPECTF(engine_step(e, it, n, err) == 0, "%s", err);
-        for (int i = 0; i < n; i++) {
-            out[i * steps + t] = got[i];
-            cur[i] = got[i] >= 0 ? got[i] : 0;
-        }
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < w; k++) {
+                out[(i * steps + t) * w + k] = got[i][k];
+                cur[i][k] = got[i][k] >= 0 ? got[i][k] : 0;
+            }
     }
     engine_destroy(e);
 }
 
 /* Decode steps replayed from CUDA graphs draw the tokens eager steps draw, and a stream decoding beside two
- * others draws what it draws alone. */
+ * others draws what it draws alone; the same for draft windows of 4 rows (graphs of 4 and of 12 rows, whose
+ * attention tiles and split differ from 4 and 12 single rows'). */
 static void check_graphs(const char *name, struct g4_model *m, const int32_t *ids, int T)
 {
-    enum { STEPS = 24 };
-    int32_t graphed[3 * STEPS], eager[3 * STEPS], alone[STEPS];
-    decode_tokens(m, ids, T, 3, STEPS, 1, graphed);
-    decode_tokens(m, ids, T, 3, STEPS, 0, eager);
-    decode_tokens(m, ids, T, 1, STEPS, 1, alone);
-    EXPECTF(!memcmp(graphed, eager, sizeof graphed), "%s: graph-replayed decode steps draw other tokens", name);
-    EXPECTF(!memcmp(graphed, alone, sizeof alone), "%s: a stream beside two others draws other tokens", name);
+    enum { STEPS = 24, W = 4 };
+    int32_t graphed[3 * STEPS * W], eager[3 * STEPS * W], alone[STEPS * W];
+    int same_rows, same_windows;
+    decode_tokens(m, ids, T, 3, 1, STEPS, 1, graphed);
+    decode_tokens(m, ids, T, 3, 1, STEPS, 0, eager);
+    decode_tokens(m, ids, T, 1, 1, STEPS, 1, alone);
+    same_rows = !memcmp(graphed, eager, 3 * STEPS * sizeof *graphed) && !memcmp(graphed, alone, STEPS * sizeof *alone);
+    EXPECTF(!memcmp(graphed, eager, 3 * STEPS * sizeof *graphed), "%s: graph-replayed decode steps draw other tokens", name);
+    EXPECTF(!memcmp(graphed, alone, STEPS * sizeof *alone), "%s: a stream beside two others draws other tokens", name);
     printf("  %-7s graphs: %d seeded decode steps x 3 streams, replayed = eager = alone: %s\n", name, STEPS,
-           !memcmp(graphed, eager, sizeof graphed) && !memcmp(graphed, alone, sizeof alone) ? "same tokens" : "DIFFER");
+           same_rows ? "same tokens" : "DIFFER");
+    decode_tokens(m, ids, T, 3, W, STEPS, 1, graphed);
+    decode_tokens(m, ids, T, 3, W, STEPS, 0, eager);
+    decode_tokens(m, ids, T, 1, W, STEPS, 1, alone);
+    same_windows = !memcmp(graphed, eager, sizeof graphed) && !memcmp(graphed, alone, sizeof alone);
+    EXPECTF(!memcmp(graphed, eager, sizeof graphed), "%s: graph-replayed windows draw other tokens", name);
+    EXPECTF(!memcmp(graphed, alone, sizeof alone), "%s: a window beside two others draws other tokens", name);
+    printf("  %-7s graphs: %d seeded steps of %d-row windows x 3 streams, replayed = eager = alone: %s\n", name,
+           STEPS, W, same_windows ? "same tokens" : "DIFFER");
 }
 
 /* Every check of the file on one model and prompt; long_T rows for the tiled-vs-decode kernel check. */
