@@ -7,7 +7,7 @@
  * Each product cycles through enough copies of its weights (over 512 MB in all) that none is still in the
  * 50 MB L2 when it is read again, as in a real step, where the next layer's weights are elsewhere. Launches
  * follow each other on one stream with programmatic dependent launch, as in a step's graph. Times: the median
- * of 5 rounds of 40 launches, for the kernel's own choice of block shape by M and for each forced shape
+ * of 5 rounds of 40 launches, for the kernel's own choice of block shape (by M and the grid's waves) and for each forced shape
  * (kern_gemm_skinny_variant: warps x stages), so a new choice can be read off the table. Without a GPU (or a
  * CUDA build) it says so and exits 0. */
 #include <stdio.h>
