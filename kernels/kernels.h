@@ -131,14 +131,14 @@ struct kern_tile {
  * (passes of few rows), of 4; 0 when unsupported. A tile's size never changes a row's results. */
 int kern_attention_tile_rows(int D, int group, int decode);
 
-/* Attention of every row over its stream's keys: keys at positions >= the item's first position come from the
- * step's k_new/v_new (rows, KV*D) bf16, older ones from the layer's cache (streams, cap, KV*D) bf16 at slot
- * pos % cap. q (rows, Q*D) bf16. tiles: *n_tiles (device) of at most max_tiles, cut for `decode` or not
- * (kern_attention_tile_rows); split_tiles is the pass's own tile count (*n_tiles), which chooses how many CTAs
- * share a tile's partials (kern_attention_groups), also where the grid covers max_tiles for a graph. is_full/window/mask_all select the mask (engine.h). Writes out (rows, Q*D) bf16
- * and returns 0, or returns 1 having left KERN_ATTN_PARTIALS partial states per (row, head) in part_acc (rows,
- * Q, KERN_ATTN_PARTIALS, D) and part_ml (rows, Q, KERN_ATTN_PARTIALS, 2) fp32 for kern_attention_merge to
- * fold into out. Either way the same bits. */
+/* Attention of every row over its stream's keys: keys at positions >= the item's first position come from the step's
+ * k_new/v_new (rows, KV*D) bf16, older ones from the layer's cache (streams, cap, KV*D) bf16 at slot pos % cap. q
+ * (rows, Q*D) bf16. tiles: *n_tiles (device) of at most max_tiles, cut for `decode` or not (kern_attention_tile_rows);
+ * split_tiles is the pass's own tile count (*n_tiles), which chooses how many CTAs share a tile's partials
+ * (kern_attention_groups), also where the grid covers max_tiles for a graph. is_full/window/mask_all select the mask
+ * (engine.h). Writes out (rows, Q*D) bf16 and returns 0, or returns 1 having left KERN_ATTN_PARTIALS partial states per
+ * (row, head) in part_acc (rows, Q, KERN_ATTN_PARTIALS, D) and part_ml (rows, Q, KERN_ATTN_PARTIALS, 2) fp32 for
+ * kern_attention_merge to fold into out. Either way the same bits. */
 int kern_attention(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *rows_meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int split_tiles, int rows, int n_heads, int n_kv, int D, int cap,

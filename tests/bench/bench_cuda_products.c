@@ -1,15 +1,15 @@
-/* bench_cuda_products — the decode products alone (kern_gemm at M <= 64 rows: gemm_skinny.cu), at every
- * product shape of one 12B decode step, against the GPU's copy rate. Decode is bound by reading each weight
- * once per step, so the figure that matters is the weight bytes a product streams per second; the table gives
- * microseconds per product, GB/s of weights read and that rate as a share of the copy rate (a 2 GiB
- * device-to-device copy, read + write bytes per second: the same measure as `g4 bench`'s floor).
+/* bench_cuda_products — the decode products alone (kern_gemm at M <= 64 rows: gemm_skinny.cu), at every product shape
+ * of one 12B decode step, against the GPU's copy rate. Decode is bound by reading each weight once per step, so the
+ * figure that matters is the weight bytes a product streams per second; the table gives microseconds per product, GB/s
+ * of weights read and that rate as a share of the copy rate (a 2 GiB device-to-device copy, read + write bytes per
+ * second: the same measure as `g4 bench`'s floor).
  *
- * Each product cycles through enough copies of its weights (over 512 MB in all) that none is still in the
- * 50 MB L2 when it is read again, as in a real step, where the next layer's weights are elsewhere. Launches
- * follow each other on one stream with programmatic dependent launch, as in a step's graph. Times: the median
- * of 5 rounds of 40 launches, for the kernel's own choice of block shape (by M and the grid's waves) and for each forced shape
- * (kern_gemm_skinny_variant: warps x stages), so a new choice can be read off the table. Without a GPU (or a
- * CUDA build) it says so and exits 0. */
+ * Each product cycles through enough copies of its weights (over 512 MB in all) that none is still in the 50 MB L2 when
+ * it is read again, as in a real step, where the next layer's weights are elsewhere. Launches follow each other on one
+ * stream with programmatic dependent launch, as in a step's graph. Times: the median of 5 rounds of 40 launches, for
+ * the kernel's own choice of block shape (by M and the grid's waves) and for each forced shape
+ * (kern_gemm_skinny_variant: warps x stages), so a new choice can be read off the table. Without a GPU (or a CUDA
+ * build) it says so and exits 0. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
