@@ -167,10 +167,9 @@ void kern_attention_merge(const float *part_acc, const float *part_ml, int rows,
  * the choice by the launch's shape. For tests: the choice must never change a bit. Not for use mid-pass. */
 void kern_attention_force_partial_groups(int groups);
 
-/* Copies each row's new k/v (rows, KV*D) bf16 into its stream's cache slot pos % cap, for rows whose
- * position is within the last cap positions of their item. */
-void kern_kv_store(const uint16_t *k_new, const uint16_t *v_new, const struct kern_row *rows_meta, int rows,
-                   int kvd, int cap, uint16_t *cache_k, uint16_t *cache_v, kern_stream s);
+/* Copies each of the rows' new k/v (kv) into its stream's cache slot pos % cap, for rows whose position is
+ * within the last cap positions of their item. */
+void kern_kv_store(const struct kern_kv_new *kv, int rows, kern_stream s);
 
 
 /* h (rows, I) bf16 = GeGLU of gu (rows, 2I) fp32, a gate|up product whose columns come in the interleaved

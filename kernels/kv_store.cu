@@ -9,11 +9,9 @@ __global__ void kv_store_kernel(struct kern_kv_new kv)
     kv_store_row(kv, blockIdx.x, threadIdx.x, blockDim.x);
 }
 
-extern "C" void kern_kv_store(const uint16_t *k_new, const uint16_t *v_new, const struct kern_row *rows_meta, int rows,
-                              int kvd, int cap, uint16_t *cache_k, uint16_t *cache_v, kern_stream s)
+extern "C" void kern_kv_store(const struct kern_kv_new *kv, int rows, kern_stream s)
 {
     if (rows == 0) return;
-    struct kern_kv_new kv = {k_new, v_new, rows_meta, kvd, cap, cache_k, cache_v};
-    kern_launch(kv_store_kernel, dim3(rows), dim3(256), 0, s, kv);
+    kern_launch(kv_store_kernel, dim3(rows), dim3(256), 0, s, *kv);
     KERN_LAUNCHED();
 }

@@ -133,7 +133,7 @@ static void layer_forward(struct cuda_engine *e, const struct cuda_layer *l, int
         kern_attention_merge(e->part_acc, e->part_ml, R, c->n_heads, c->head_dim, e->o, &kv, s);
         cuda_prof_mark(e, PROF_ATTN_MERGE);
     } else {
-        kern_kv_store(kv.k_new, kv.v_new, kv.meta, R, kv.kvd, kv.cap, kv.cache_k, kv.cache_v, s);
+        kern_kv_store(&kv, R, s);
         cuda_prof_mark(e, PROF_KV_STORE);
     }
     gemm(e, e->o, l->wo, e->t, R, H, c->q_dim);
