@@ -16,8 +16,10 @@
 // warp group; for head dims over 128 the warps of a group (2 for 256, 4 for 512) split the block's keys for
 // the scores, meet (named barrier) to share maxima, sums and bf16 weights, and each take 128 of the output
 // dimensions of p · v. The next block's keys load while this block's weights and products run, its values
-// while its scores run. A block visits the union of its rows' visible key blocks; a block that a row cannot
-// see leaves that row's state exactly unchanged (max with -inf, rescale by exp(0) = 1, zero weights).
+// while its scores run, each key or value row by one bulk copy (one per row and block, where 16-byte copies
+// cost every thread tens of instructions of addressing). A block visits the union of its rows'
+// visible key blocks; a block that a row cannot see leaves that row's state exactly unchanged (max with -inf,
+// rescale by exp(0) = 1, zero weights).
 //
 // Masks: full layers see k <= p (and, with mask_all, their own image block); sliding layers see
 // k > p - W and (k <= p or same block) — or, with mask_all, (k > p - W and k <= p) or same block.
@@ -52,6 +54,12 @@ struct slot_info {
     int pos, block, valid;
 };
 
+// e^x as every attention kernel computes it (the weights, the rescales, the merge): 2^(x log2 e) by the
+// hardware's approximation, two instructions where expf is a range-reduced polynomial of about twenty (and
+// stood for ~30 % of a decode block's instructions); its error (~2^-22 relative, plus the rounding of x log2 e)
+// is far under the bf16 rounding of the weights. exp(-inf) = 0.
+__device__ __forceinline__ float attn_exp(float x) { return ex2_approx(x * 1.44269504088896341f); }
+
 // a * fa + b * fb with one rounding order wherever it is written (no contraction left to the compiler)
 __device__ __forceinline__ float fold_add(float a, float fa, float b, float fb)
 {
@@ -70,7 +78,7 @@ __device__ __forceinline__ int fold_scales(float *m, float *l, float pm, float p
         return 1;
     }
     float mn = fmaxf(*m, pm);
-    *fa = expf(*m - mn), *fb = expf(pm - mn);
+    *fa = attn_exp(*m - mn), *fb = attn_exp(pm - mn);
     *l = fold_add(*l, *fa, pl, *fb), *m = mn;
     return 1;
 }
@@ -87,20 +95,54 @@ __device__ __forceinline__ void row_range(const struct kern_row &m, int is_full,
     if (*lo < 0) *lo = 0;
 }
 
-// Keys (or values) of block b into rows[KB][LDS]; positions outside [lo, hi] are zeros (masked later).
+// Keys (or values) of block b into rows[KB][LDS], by every thread of the block: one bulk copy per position in
+// [lo, hi], counted on bar, which thread 0 arms with their bytes; rows outside are written with zeros (their
+// scores are masked and their values weighted 0, and 0 times stale bits could be NaN). A warp's copies issue
+// one lane at a time, so each warp takes KB / warps rows (warp 0 alone took 64: the rest of the block waited at
+// the next barrier). The fence orders the thread's zeros, and the block's reads of the buffer before the
+// caller's __syncthreads, before the new copies; copies that land before the arming only run the count below
+// zero for a moment, and the phase needs the arming's arrival.
 template <int D>
-__device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16_t *fresh,
-                                           const uint16_t *cache, const struct kern_row &m0, int b, int lo, int hi,
-                                           int kvh, int cap, int kvd)
+__device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16_t *fresh, const uint16_t *cache,
+                                           const struct kern_row &m0, int b, int lo, int hi, int kvh, int cap, int kvd,
+                                           uint64_t *bar)
 {
-    for (int i = threadIdx.x; i < KB * (D / 8); i += blockDim.x) {
-        int j = i / (D / 8), c = (i % (D / 8)) * 8, kp = b * KB + j;
-        bool ok = kp >= lo && kp <= hi;
+    const int kb0 = b * KB, per = KB / (blockDim.x >> 5), lane = threadIdx.x & 31, j = (threadIdx.x >> 5) * per + lane;
+    fence_proxy_async();
+    if (threadIdx.x == 0) {
+        int a = lo > kb0 ? lo : kb0, z = hi < kb0 + KB - 1 ? hi : kb0 + KB - 1;
+        mbar_arrive_expect(bar, (unsigned)(z >= a ? z - a + 1 : 0) * D * 2);
+    }
+    if (lane >= per) return;
+    const int kp = kb0 + j;
+    if (kp >= lo && kp <= hi) {
         size_t off = kp >= m0.pos0 ? (size_t)(m0.base + kp - m0.pos0) * kvd : ((size_t)m0.stream * cap + kp % cap) * kvd;
-        const uint16_t *src = (kp >= m0.pos0 ? fresh : cache) + (ok ? off + (size_t)kvh * D + c : 0);
-        cp_async16(&rows[j][c], src, ok);
+        bulk_copy_g2s(&rows[j][0], (kp >= m0.pos0 ? fresh : cache) + off + (size_t)kvh * D, D * 2, bar);
+    } else {
+        for (int c = 0; c < D; c += 8) *(uint4 *)&rows[j][c] = make_uint4(0, 0, 0, 0);
     }
 }
+
+// Whether slot (valid, position p) sees all of key block [kb0, kb0 + KB) without the per-key mask (the image
+// block rule only adds keys).
+__device__ __forceinline__ bool block_whole(bool valid, int p, int kb0, int is_full, int window)
+{
+    return valid && kb0 + KB - 1 <= p && (is_full || kb0 > p - window);
+}
+
+// Whether key position kp is visible to slot (valid, position p, image block `block`) of a tile whose first
+// row is m0 (the masks of the head comment of attention.cu).
+__device__ __forceinline__ bool key_visible(int kp, bool valid, int p, int block, const struct kern_row &m0,
+                                            const struct kern_row *__restrict__ meta, int is_full, int window,
+                                            int mask_all)
+{
+    int same = block >= 0 && kp >= m0.pos0 && kp < m0.pos0 + (m0.item_end - m0.base) &&
+               meta[m0.base + kp - m0.pos0].block == block;
+    int vis = is_full ? (kp <= p || (same && mask_all))
+                      : (mask_all ? ((kp > p - window && kp <= p) || same) : (kp > p - window && (kp <= p || same)));
+    return vis && valid && kp >= 0;
+}
+
 
 template <int D, int W>
 __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
@@ -121,6 +163,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     uint16_t(*ks)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * S::NSLOT * S::LDS);
     uint16_t(*vs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * (S::NSLOT + KB) * S::LDS);
     __shared__ int range_lo, range_hi;
+    __shared__ uint64_t bars[2]; // a key block's and a value block's arrival (load_block)
     __shared__ float red_max[S::XG][S::PARTS][16], red_sum[S::XG][S::PARTS][16];
     __shared__ __align__(16) uint16_t pw[S::XG][16][KB + 8]; // the group's bf16 weights of one block
     constexpr int NT = S::NT;
@@ -133,6 +176,11 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     const int n_slots = tile.nrows * G;
     const bool live = grp * 16 < n_slots;
 
+    if (threadIdx.x == 0) {
+        mbar_init(&bars[0], 1);
+        mbar_init(&bars[1], 1);
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
     if (warp == 0) { // the union of the tile's rows' ranges
         int lo = 1 << 30, hi = -1;
         for (int i = lane; i < tile.nrows; i += 32) {
@@ -155,6 +203,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
         const uint16_t *src = q + ((size_t)(tile.row0 + (ok ? s / G : 0)) * n_heads + kvh * G + (ok ? s % G : 0)) * D + c;
         cp_async16(&qs[s][c], src, ok);
     }
+    cp_async_commit();
     __syncthreads();
     const int lo = range_lo, hi = range_hi;
 
@@ -171,16 +220,19 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
 
     // This CTA's partials are blockIdx.z, + WZ, ... (WZ = gridDim.z, the host's choice); each runs exactly as
     // if alone. The (partial, block) pairs form one sequence, and the next pair's keys load while this pair's
-    // weights and products run, its values while the scores run (cp.async groups: K+Q first, then V, then one
-    // each per step), across partial boundaries too. A partial with no visible block is written empty.
+    // weights and products run, its values while the scores run (one load in flight per buffer; kpar and vpar
+    // are the parities of the buffers' next phases), across partial boundaries too. A partial with no visible
+    // block is written empty.
     const int b_first = lo / KB, b_last = hi / KB;
     auto first_of = [&](int w) { return b_first + ((w - b_first % NP) % NP + NP) % NP; };
     int lw = blockIdx.z, lb = first_of(lw); // the next pair to load
     while (lw < NP && lb > b_last) lw += WZ, lb = first_of(lw);
-    if (lw < NP) load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd);
-    cp_async_commit();
-    if (lw < NP) load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd);
-    cp_async_commit();
+    if (lw < NP) {
+        load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[0]);
+        load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[1]);
+    }
+    unsigned kpar = 0, vpar = 0;
+    cp_async_wait<0>(); // the queries (visible to all after the loop's first __syncthreads)
     // with one CTA per tile (WZ = 1) the partials fold here, in order, by the merge kernel's rule
     float rm[2] = {-INFINITY, -INFINITY}, rl[2] = {0.0f, 0.0f}, ro[S::DP / 8][4];
 #pragma unroll
@@ -196,7 +248,8 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
             lb += NP;
             while (lw < NP && lb > b_last) lw += WZ, lb = first_of(lw);
             const bool more = lw < NP;
-            cp_async_wait<1>();
+            mbar_wait(&bars[0], kpar);
+            kpar ^= 1;
             __syncthreads();
 
             // scores: 16 slots x this warp's KW keys (KB / PARTS: the group's warps split the block's keys), tiles
@@ -218,15 +271,13 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
                 }
             }
             __syncthreads(); // every warp has its scores: the key buffer is free
-            if (more) load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd);
-            cp_async_commit();
+            if (more) load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[0]);
             // mask (not needed where the slot sees the whole block: the image block rule only adds keys); the
             // block maximum of each of the two slots over the group's warps (a maximum: any order)
             float bm[2];
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const int p = sl[h].pos, in_block = sl[h].block >= 0;
-                const bool whole = sl[h].valid && kb0 + KB - 1 <= p && (is_full || kb0 > p - window);
+                const bool whole = block_whole(sl[h].valid, sl[h].pos, kb0, is_full, window);
                 bm[h] = -INFINITY;
 #pragma unroll
                 for (int j = 0; j < NT; j++)
@@ -235,13 +286,8 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
                         float x = sc[j][2 * h + e];
                         if (!whole) {
                             int kp = kb0 + kw0 + j * 8 + 2 * t + e;
-                            int same = in_block && kp >= m0.pos0 && kp < m0.pos0 + (m0.item_end - m0.base) &&
-                                       meta[m0.base + kp - m0.pos0].block == sl[h].block;
-                            int vis = is_full ? (kp <= p || (same && mask_all))
-                                              : (mask_all ? ((kp > p - window && kp <= p) || same)
-                                                          : (kp > p - window && (kp <= p || same)));
-                            vis = vis && sl[h].valid && kp >= 0;
-                            x = vis ? x : -INFINITY;
+                            x = key_visible(kp, sl[h].valid, sl[h].pos, sl[h].block, m0, meta, is_full, window, mask_all)
+                                    ? x : -INFINITY;
                             sc[j][2 * h + e] = x;
                         }
                         bm[h] = fmaxf(bm[h], x);
@@ -262,13 +308,13 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
 #pragma unroll
             for (int h = 0; h < 2; h++) {
                 float mn = fmaxf(mx[h], bm[h]);
-                corr[h] = mn == -INFINITY ? 1.0f : expf(mx[h] - mn);
+                corr[h] = mn == -INFINITY ? 1.0f : attn_exp(mx[h] - mn);
                 ps[h] = 0.0f;
 #pragma unroll
                 for (int j = 0; j < NT; j++)
 #pragma unroll
                     for (int e = 0; e < 2; e++) {
-                        float x = sc[j][2 * h + e], pe = (mn == -INFINITY || x == -INFINITY) ? 0.0f : expf(x - mn);
+                        float x = sc[j][2 * h + e], pe = (mn == -INFINITY || x == -INFINITY) ? 0.0f : attn_exp(x - mn);
                         sc[j][2 * h + e] = pe;
                         ps[h] += pe;
                     }
@@ -289,7 +335,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
                 for (int d = 0; d < S::PARTS; d++) ps[0] += red_sum[grp][d][g], ps[1] += red_sum[grp][d][g + 8];
             }
 #pragma unroll
-            for (int h = 0; h < 2; h++) l[h] = l[h] * corr[h] + ps[h];
+            for (int h = 0; h < 2; h++) l[h] = __fmaf_rn(l[h], corr[h], ps[h]);
 #pragma unroll
             for (int j = 0; j < S::DP / 8; j++) {
                 o[j][0] *= corr[0];
@@ -297,7 +343,8 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
                 o[j][2] *= corr[1];
                 o[j][3] *= corr[1];
             }
-            cp_async_wait<1>();
+            mbar_wait(&bars[1], vpar);
+            vpar ^= 1;
             __syncthreads();
             // o += p · v over the block's 4 chunks of 16 keys (the weights from registers when one warp holds
             // them all, else from the group's shared rows)
@@ -321,8 +368,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
                 }
             }
             __syncthreads(); // the value buffer is free
-            if (more) load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd);
-            cp_async_commit();
+            if (more) load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[1]);
         }
 
         if (WZ == 1) {
@@ -364,7 +410,6 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
                 *(uint32_t *)&dst[j * 8 + 2 * t] = pack_bf16x2(ro[j][2 * h] / rl[h], ro[j][2 * h + 1] / rl[h]);
         }
     }
-    cp_async_wait<0>();
 }
 
 // out (rows, heads, D) bf16 = the NP partials folded in partial order (fold_scales); with store, the (row,

@@ -66,6 +66,15 @@ __device__ __forceinline__ uint16_t f32_to_bf16_bits(float f)
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+// 2^x by the hardware's approximation (ex2.approx.ftz: relative error ~2^-22), one instruction; the same bits
+// for the same x in every kernel.
+__device__ __forceinline__ float ex2_approx(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // Sum over the 32 lanes in a fixed butterfly order; every lane gets the same result.
 __device__ __forceinline__ float warp_sum(float v)
 {

@@ -1,6 +1,7 @@
 // mma.cuh — the tensor-core and async-copy primitives g4's matrix kernels share (gemm_bf16.cu,
 // gemm_skinny.cu, attention.cu): one mma instruction (m16n8k16, bf16 in, fp32 accumulate), ldmatrix
-// fragment loads, and 16-byte cp.async copies into shared memory.
+// fragment loads, 16-byte cp.async copies into shared memory, and bulk (TMA) row copies that complete on
+// an mbarrier.
 //
 // Why one file: the exactness contract rests on every kernel issuing the same instruction over the same
 // K chunks for an element; keeping the instruction in one place makes "the same chain" a fact of the
@@ -47,6 +48,43 @@ __device__ __forceinline__ void cp_async16(void *smem, const void *gmem, bool va
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
 
 template <int N> __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
+
+// ---- bulk copies (sm_90): one instruction moves a whole row; the row's arrival is counted in bytes on an
+// mbarrier, which its waiters poll by phase parity.
+__device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+__device__ __forceinline__ void mbar_init(uint64_t *bar, int arrivals)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(arrivals) : "memory");
+}
+
+// One arrival that also expects `bytes` more bytes of bulk copies before the phase can complete.
+__device__ __forceinline__ void mbar_arrive_expect(uint64_t *bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+
+// Waits until the phase of the given parity has completed.
+__device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity)
+{
+    asm volatile("{\n.reg .pred done;\nWAIT_%=:\n"
+                 "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+                 "@!done bra WAIT_%=;\n}\n" ::"r"(smem_u32(bar)),
+                 "r"(parity)
+                 : "memory");
+}
+
+// bytes (a multiple of 16, both addresses 16-aligned) global -> shared, counted on bar.
+__device__ __forceinline__ void bulk_copy_g2s(void *smem, const void *gmem, unsigned bytes, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
+                     smem_u32(smem)),
+                 "l"(gmem), "r"(bytes), "r"(smem_u32(bar))
+                 : "memory");
+}
+
+// Orders this thread's earlier shared-memory accesses (generic proxy) before its later bulk copies (async proxy).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
 // Two floats -> one register of two bf16 (low half = a), round to nearest even (as f32_to_bf16_bits).
 __device__ __forceinline__ uint32_t pack_bf16x2(float a, float b)

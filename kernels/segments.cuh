@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common.cuh"
+
 // The host's check of a product's h (kernels.h): GeGLU pairs columns in fours.
 static inline void seg_check_h(const char *who, const uint16_t *h, int N)
 {
@@ -31,14 +33,7 @@ static inline void seg_check_h(const char *who, const uint16_t *h, int N)
 // hardware's exponential and reciprocal (ex2.approx, rcp.approx: relative errors ~2^-22, far under the bf16
 // rounding of h). With tanhf, in branches only half the lanes took, the fused prompt product took 2.4 ms
 // more of a 12B 512-row pass (16.0 against 13.6 ms; docs/perf.md, version 7). For very negative u the exponential is +inf and
-// the quotient the right signed zero.
-__device__ __forceinline__ float ex2_approx(float x)
-{
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-}
-
+// the quotient the right signed zero. (ex2_approx: common.cuh.)
 __device__ __forceinline__ float geglu1(float x, float up)
 {
     const float c = (float)(-2.0 * 0.7978845608028654 * 1.4426950408889634); // -2 sqrt(2/pi) log2(e)
