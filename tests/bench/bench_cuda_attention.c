@@ -19,6 +19,7 @@
 #include <cuda_runtime.h>
 
 #include "engine/engine.h"
+#include "engine/cuda/cuda_engine.h"
 #include "kernels.h"
 #include "util/util.h"
 
@@ -55,27 +56,6 @@ static const struct bench_case CASES[] = {
     {1, 1024, 1}, {4, 1024, 1}, {16, 1024, 1}, {64, 1024, 1}, {1, 8192, 1},
     {4, 8192, 1}, {16, 8192, 1}, {64, 8192, 1}, {1, 1024, 16},
 };
-
-static double copy_rate(void)
-{
-    size_t n = (size_t)2 << 30;
-    void *a, *b;
-    double t[5];
-    CHECK(cudaMalloc(&a, n));
-    CHECK(cudaMalloc(&b, n));
-    CHECK(cudaMemset(a, 1, n));
-    CHECK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
-    CHECK(cudaDeviceSynchronize());
-    for (int i = 0; i < 5; i++) {
-        double t0 = util_now();
-        CHECK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
-        CHECK(cudaDeviceSynchronize());
-        t[i] = util_now() - t0;
-    }
-    CHECK(cudaFree(a));
-    CHECK(cudaFree(b));
-    return 2.0 * n / util_median(t, 5);
-}
 
 /* The device buffers of one case. */
 struct attn_bufs {
@@ -193,7 +173,7 @@ int main(int argc, char **argv)
     }
     struct cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, 0));
-    double rate = copy_rate();
+    double rate = cuda_device_copy_rate();
     printf("%s, copy rate %.0f GB/s (2 GiB device copy, read + write)\n\n", prop.name, rate / 1e9);
     printf("| layer | streams | context | rows each | partial CTAs per tile | µs | MB of keys+values | GB/s | %% of copy rate |\n");
     printf("|---|---|---|---|---|---|---|---|---|\n");

@@ -17,6 +17,7 @@
 #if G4_HAVE_CUDA
 #include <cuda_runtime.h>
 
+#include "engine/cuda/cuda_engine.h"
 #include "kernels.h"
 #include "util/util.h"
 
@@ -43,28 +44,6 @@ static const struct product PRODUCTS[] = {
     {"o full", 3840, 8192, 0},        {"gate|up", 30720, 3840, 1},   {"down", 3840, 15360, 0},
     {"head (tied embedding)", 262144, 3840, 0},
 };
-
-/* Read + write bytes per second of a 2 GiB device copy, the median of 5 after one warm-up. */
-static double copy_rate(void)
-{
-    size_t n = (size_t)2 << 30;
-    void *a, *b;
-    double t[5];
-    CHECK(cudaMalloc(&a, n));
-    CHECK(cudaMalloc(&b, n));
-    CHECK(cudaMemset(a, 1, n));
-    CHECK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
-    CHECK(cudaDeviceSynchronize());
-    for (int i = 0; i < 5; i++) {
-        double t0 = util_now();
-        CHECK(cudaMemcpy(b, a, n, cudaMemcpyDeviceToDevice));
-        CHECK(cudaDeviceSynchronize());
-        t[i] = util_now() - t0;
-    }
-    CHECK(cudaFree(a));
-    CHECK(cudaFree(b));
-    return 2.0 * n / util_median(t, 5);
-}
 
 /* Microseconds per product of M rows: the median of ROUNDS rounds of LAUNCHES launches. */
 static double time_product(const struct product *p, int v, int M, uint16_t **w, int copies, const uint16_t *x, float *y,
@@ -102,7 +81,7 @@ int main(void)
     }
     struct cudaDeviceProp prop;
     CHECK(cudaGetDeviceProperties(&prop, 0));
-    double rate = copy_rate();
+    double rate = cuda_device_copy_rate();
     printf("%s, copy rate %.0f GB/s (2 GiB device copy, read + write)\n\n", prop.name, rate / 1e9);
     printf("| product | N | K | segments | rows | µs | GB/s of weights | %% of copy rate | µs at 4x4 | 8x4 | 4x5 | 8x3 | 4x4, 16 rows |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");

@@ -367,13 +367,11 @@ static void cuda_memory(void *impl, struct engine_memory *out)
     out->scratch = e->scratch_bytes;
 }
 
-/* Median of 5 device-to-device copies of 2 GiB (after one warm-up), bytes read + written per second. */
-static double cuda_copy_rate(void *impl)
+double cuda_device_copy_rate(void)
 {
     size_t n = (size_t)2 << 30;
     void *a = NULL, *b = NULL;
     double t[5];
-    (void)impl;
     if (cudaMalloc(&a, n) != cudaSuccess) return 0;
     if (cudaMalloc(&b, n) != cudaSuccess) {
         cudaFree(a);
@@ -391,6 +389,12 @@ static double cuda_copy_rate(void *impl)
     cudaFree(a);
     cudaFree(b);
     return 2.0 * n / util_median(t, 5);
+}
+
+static double cuda_copy_rate(void *impl)
+{
+    (void)impl;
+    return cuda_device_copy_rate();
 }
 
 const struct engine_backend engine_cuda_backend = {
