@@ -58,6 +58,9 @@ __device__ __forceinline__ void mbar_init(uint64_t *bar, int arrivals)
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_u32(bar)), "r"(arrivals) : "memory");
 }
 
+// Makes the initialised mbarriers visible to the bulk copies (then a __syncthreads before any use).
+__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+
 // One arrival that also expects `bytes` more bytes of bulk copies before the phase can complete.
 __device__ __forceinline__ void mbar_arrive_expect(uint64_t *bar, unsigned bytes)
 {

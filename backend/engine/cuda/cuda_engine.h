@@ -134,12 +134,12 @@ struct cuda_engine {
     int n_allocs, cap_allocs;
 };
 
-/* cudaMalloc tracked by the engine (aborts on failure: the plan checked the size first). */
 /* The current device's copy rate: the median of 5 device-to-device copies of 2 GiB (after one warm-up), bytes
  * read + written per second (the measure of `g4 bench`'s floor and of the kernel benches); 0 when 4 GiB cannot
  * be had. */
 double cuda_device_copy_rate(void);
 
+/* cudaMalloc tracked by the engine (aborts on failure: the plan checked the size first). */
 void *cuda_alloc(struct cuda_engine *e, size_t bytes);
 /* Pinned host memory for staging (cudaMallocHost; aborts on failure); freed with cudaFreeHost. */
 void *cuda_alloc_pinned(size_t bytes);
