@@ -26,11 +26,16 @@
 // 3, 128 wide with 6 stages, where one CTA runs all its tile's segments in order: at a segment's end it waits
 // for the segment's last wgmma, adds the accumulators to a running total (registers, from 0.0f) and zeroes
 // them — the rule's order without scratch or a second pass (a 256-wide tile would need 256 registers).
-// G4_CUDA_WGMMA=0..3 forces one variant everywhere, so a benchmark can compare them.
+// 4 and 5: variants 1 and 3 with stages filled by tensor copies from a producer warp (gemm_tma.cu).
+// G4_CUDA_WGMMA=0..5 forces one variant everywhere, so a benchmark can compare them; G4_CUDA_WGMMA=tma runs
+// the tensor-copy pair as the default runs 1 and 3 (4 for N >= 16384, 5 below).
+#include <string.h>
+
 #include "common.cuh"
 #include "kernels.h"
 #include "mma.cuh"
 #include "segments.cuh"
+#include "wgmma.cuh"
 
 #define WG_BM 128
 #define WG_BN 256 // the widest tile (variants 0, 1); variants 2 and 3 are 128 wide
@@ -43,76 +48,6 @@
 #define WG_STAGES(variant) ((variant) == 3 ? 6 : 4)
 // + 1024: the base is rounded up to 1024 bytes
 #define WG_SMEM(variant) (WG_STAGES(variant) * WG_STAGE_BYTES(WG_TILE_N(variant)) + 1024)
-
-// Shared layout of a (rows x 64) bf16 tile, in 8x8 core matrices (8 rows x 16 bytes, 128 contiguous
-// bytes): row r, 16-byte column kc at ((r / 8) * 8 + kc) * 128 + (r % 8) * 16.
-#define CM_K_STEP 128   // bytes between core matrices adjacent along K
-#define CM_MN_STEP 1024 // bytes between core matrices adjacent along M or N (the next 8 rows)
-
-// A shared-memory matrix descriptor: start address >> 4 (bits 0-13), leading byte offset >> 4 (16-29),
-// stride byte offset >> 4 (32-45), base offset 0, swizzle mode 0 (bits 62-63).
-__device__ __forceinline__ uint64_t smem_desc(uint32_t addr, uint32_t lbo, uint32_t sbo, uint64_t swizzle)
-{
-    return (uint64_t)((addr & 0x3FFFF) >> 4) | ((uint64_t)(lbo >> 4) << 16) | ((uint64_t)(sbo >> 4) << 32) |
-           (swizzle << 62);
-}
-
-#define WG_F4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
-#define WG_F16(i) WG_F4(i), WG_F4(i + 4), WG_F4(i + 8), WG_F4(i + 12)
-
-// d (64x256 fp32 over the warpgroup; this thread's 128 values) += a (64x16, K-major) · b (256x16, K-major)ᵀ.
-// Fragment: warp q of the warpgroup holds rows 16q + lane/4 (+ 8), d[4j + 2h + e] is row +8h, column
-// 8j + 2 (lane % 4) + e — mma.sync's C fragment for each n8 block j.
-__device__ __forceinline__ void wgmma_m64n256k16(float d[128], uint64_t da, uint64_t db)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
-                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-                 "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
-                 "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
-                 "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
-                 "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"
-                 "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
-                 "}, %128, %129, p, 1, 1, 0, 0;\n}\n"
-                 : WG_F16(0), WG_F16(16), WG_F16(32), WG_F16(48), WG_F16(64), WG_F16(80), WG_F16(96), WG_F16(112)
-                 : "l"(da), "l"(db), "r"(1));
-}
-
-// The same for a 64x128 tile (this thread's 64 values).
-__device__ __forceinline__ void wgmma_m64n128k16(float d[64], uint64_t da, uint64_t db)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
-                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
-                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
-                 "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
-                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
-                 "}, %64, %65, p, 1, 1, 0, 0;\n}\n"
-                 : WG_F16(0), WG_F16(16), WG_F16(32), WG_F16(48)
-                 : "l"(da), "l"(db), "r"(1));
-}
-
-template <int BN> __device__ __forceinline__ void wgmma_tile(float *d, uint64_t da, uint64_t db)
-{
-    if (BN == 256) wgmma_m64n256k16(d, da, db);
-    else wgmma_m64n128k16(d, da, db);
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N> __device__ __forceinline__ void wgmma_wait()
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-
-// Keeps the compiler from moving reads or writes of the accumulators across the asynchronous steps.
-template <int NV> __device__ __forceinline__ void fence_operands(float *d)
-{
-#pragma unroll
-    for (int i = 0; i < NV; i++) asm volatile("" : "+f"(d[i])::"memory");
-}
 
 // One stage: (128 x 64) of x and (256 x 64) of w into the core-matrix layout, zeros past M and N. Piece
 // p = threadIdx.x + 256 j lands at byte 16 p, so 8 consecutive threads fill one core matrix (conflict-free
@@ -276,8 +211,8 @@ extern "C" void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const ui
                                         uint16_t *h, int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
     int nseg = kern_gemm_segments(N, K);
-    if (K % 16 != 0 || variant < 0 || variant > 3 || (nseg > 1 && (!ws || !ws->partial || !ws->counters))) {
-        fprintf(stderr, "g4: fatal: kern_gemm_wgmma: K = %d (multiple of 16), variant %d (0 .. 3), %d segments%s\n", K,
+    if (K % 16 != 0 || variant < 0 || variant > 5 || (nseg > 1 && (!ws || !ws->partial || !ws->counters))) {
+        fprintf(stderr, "g4: fatal: kern_gemm_wgmma: K = %d (multiple of 16), variant %d (0 .. 5), %d segments%s\n", K,
                 variant, nseg, nseg > 1 && (!ws || !ws->partial) ? " without scratch" : "");
         abort();
     }
@@ -291,7 +226,8 @@ extern "C" void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const ui
         fprintf(stderr, "g4: fatal: kern_gemm_wgmma: N = %d over the grid limit\n", N);
         abort();
     }
-    if (variant == 0) wgmma_launch<0>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    if (variant >= 4) kern_gemm_tma(variant, x, w, bias, y, h, M, N, K, nseg, ws, s);
+    else if (variant == 0) wgmma_launch<0>(x, w, bias, y, h, M, N, K, nseg, ws, s);
     else if (variant == 1) wgmma_launch<1>(x, w, bias, y, h, M, N, K, nseg, ws, s);
     else if (variant == 2) wgmma_launch<2>(x, w, bias, y, h, M, N, K, nseg, ws, s);
     else wgmma_launch<3>(x, w, bias, y, h, M, N, K, nseg, ws, s);
@@ -301,12 +237,14 @@ extern "C" void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const floa
                                 int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
     // 256-wide tiles for many outputs (gate|up: 535-590 TFLOP/s), else 128-wide with the segments in one CTA
-    // (q|k|v, o, down: 360-470, against 120-400 for the others; docs/perf.md, version 5). G4_CUDA_WGMMA=0..3
-    // forces one variant, to compare them in one run.
-    static int forced = -2;
+    // (q|k|v, o, down: 360-470, against 120-400 for the others; docs/perf.md, version 5). G4_CUDA_WGMMA=0..5
+    // forces one variant, to compare them in one run; "tma" takes the tensor-copy pair (4 and 5) instead.
+    static int forced = -2, tma = 0;
     if (forced == -2) {
         const char *v = getenv("G4_CUDA_WGMMA");
-        forced = v && v[0] >= '0' && v[0] <= '3' && !v[1] ? v[0] - '0' : -1;
+        forced = v && v[0] >= '0' && v[0] <= '5' && !v[1] ? v[0] - '0' : -1;
+        tma = v && !strcmp(v, "tma");
     }
-    kern_gemm_wgmma_variant(forced >= 0 ? forced : N >= 16384 ? 1 : 3, x, w, bias, y, h, M, N, K, ws, s);
+    int wide = N >= 16384;
+    kern_gemm_wgmma_variant(forced >= 0 ? forced : tma ? (wide ? 4 : 5) : wide ? 1 : 3, x, w, bias, y, h, M, N, K, ws, s);
 }

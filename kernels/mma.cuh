@@ -1,7 +1,7 @@
 // mma.cuh — the tensor-core and async-copy primitives g4's matrix kernels share (gemm_bf16.cu,
 // gemm_skinny.cu, attention.cu): one mma instruction (m16n8k16, bf16 in, fp32 accumulate), ldmatrix
-// fragment loads, 16-byte cp.async copies into shared memory, and bulk (TMA) row copies that complete on
-// an mbarrier.
+// fragment loads, 16-byte cp.async copies into shared memory, and bulk (TMA) row and tensor-box copies that
+// complete on an mbarrier.
 //
 // Why one file: the exactness contract rests on every kernel issuing the same instruction over the same
 // K chunks for an element; keeping the instruction in one place makes "the same chain" a fact of the
@@ -77,12 +77,30 @@ __device__ __forceinline__ void mbar_wait(uint64_t *bar, unsigned parity)
                  : "memory");
 }
 
+// One plain arrival (release at CTA scope: the arriving thread's earlier accesses happen before the phase
+// completes for its waiters).
+__device__ __forceinline__ void mbar_arrive(uint64_t *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_u32(bar)) : "memory");
+}
+
 // bytes (a multiple of 16, both addresses 16-aligned) global -> shared, counted on bar.
 __device__ __forceinline__ void bulk_copy_g2s(void *smem, const void *gmem, unsigned bytes, uint64_t *bar)
 {
     asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(
                      smem_u32(smem)),
                  "l"(gmem), "r"(bytes), "r"(smem_u32(bar))
+                 : "memory");
+}
+
+// A 2-D box of a tensor map (a CUtensorMap in kernel parameter, constant or global memory) at coordinates
+// (c0 innermost, c1) -> shared (aligned as the map's swizzle needs), its bytes counted on bar; elements
+// outside the tensor are written as zeros and counted too.
+__device__ __forceinline__ void tma_load_2d(void *smem, const void *map, int c0, int c1, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
+                     smem_u32(smem)),
+                 "l"(map), "r"(c0), "r"(c1), "r"(smem_u32(bar))
                  : "memory");
 }
 
