@@ -148,6 +148,12 @@ __global__ void __launch_bounds__(32 * NW) gemm_skinny_kernel(const uint16_t *__
     if (nseg > 1) seg_finish(Y, H, partial, bias, M, N, nseg, 0, n0, M, BN, &counters[blockIdx.x], &sm->last);
 }
 
+// gemm_skinny_tma.cu: variants 6 and 7, the weights streamed by tensor copies from a producer warp (4 or 8
+// consumer warps), the same chains.
+extern "C" void kern_gemm_skinny_tma(int warps, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
+                                     uint16_t *h, int M, int N, int K, int nseg, const struct kern_gemm_ws *ws,
+                                     kern_stream s);
+
 // One shape's shared memory allowed (once), and how many of its blocks the GPU holds at a time.
 template <int MT, int NW, int S> static int configure()
 {
@@ -224,6 +230,8 @@ static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const fl
         if (v == 2 && !one_wave<8, 4, true>(M, N, nseg) && one_wave<8, 3, true>(M, N, nseg)) v = 4;
     }
     switch (v) {
+    case 6: kern_gemm_skinny_tma(4, x, w, bias, y, h, M, N, K, nseg, ws, s); break;
+    case 7: kern_gemm_skinny_tma(8, x, w, bias, y, h, M, N, K, nseg, ws, s); break;
     case 1: launch_rows<4, 4, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
     case 2: launch_rows<8, 4, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
     case 3: launch_rows<4, 5, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
@@ -232,7 +240,7 @@ static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const fl
     }
 }
 
-// G4_CUDA_SKINNY_VARIANT=1..5 forces a block shape everywhere: a tuning knob, as every shape gives the same bits.
+// G4_CUDA_SKINNY_VARIANT=1..7 forces a block shape everywhere: a tuning knob, as every shape gives the same bits.
 extern "C" void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M,
                                  int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {

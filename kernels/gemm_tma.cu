@@ -22,17 +22,15 @@
 // Warps: 0-7 are the consumers (warpgroup 0 rows 0-63 of the tile, warpgroup 1 rows 64-127), warp 8 the
 // producer. 288 threads leave the consumers up to 224 registers (128 accumulators at 256 wide; 64 and a
 // 64-value total at 128 wide).
-#include <cuda.h>
-#include <cudaTypedefs.h>
-
 #include "common.cuh"
 #include "kernels.h"
 #include "mma.cuh"
 #include "segments.cuh"
+#include "tma_map.cuh"
 #include "wgmma.cuh"
 
 #define TM_BM 128
-#define TM_BK 64
+#define TM_BK TMA_BOX_K
 #define TM_CONSUMER_WARPS 8
 #define TM_THREADS (32 * TM_CONSUMER_WARPS + 32) // + the producer warp
 #define TM_A_BYTES (TM_BM * TM_BK * 2)           // 16 KiB of x per stage
@@ -165,46 +163,6 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
                    &counters[blockIdx.x * gridDim.y + blockIdx.y], &last);
 }
 
-// cuTensorMapEncodeTiled, from the driver the runtime has loaded (no link against libcuda).
-static PFN_cuTensorMapEncodeTiled_v12000 encode_tiled(void)
-{
-    static PFN_cuTensorMapEncodeTiled_v12000 fn = NULL;
-    if (!fn) {
-        void *p = NULL;
-        cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
-        KERN_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q));
-        if (!p || q != cudaDriverEntryPointSuccess) {
-            fprintf(stderr, "g4: fatal: kern_gemm_tma: the driver has no cuTensorMapEncodeTiled\n");
-            abort();
-        }
-        fn = (PFN_cuTensorMapEncodeTiled_v12000)p;
-    }
-    return fn;
-}
-
-// A (rows, K) row-major bf16 matrix as boxes of 64 k x box_rows rows with the 128-byte swizzle; boxes past
-// the matrix are filled with zeros.
-static CUtensorMap tensor_map(const uint16_t *p, int rows, int K, int box_rows)
-{
-    CUtensorMap m;
-    cuuint64_t dims[2] = {(cuuint64_t)K, (cuuint64_t)rows}, strides[1] = {(cuuint64_t)K * 2};
-    cuuint32_t box[2] = {TM_BK, (cuuint32_t)box_rows}, elem[2] = {1, 1};
-    if (((uintptr_t)p & 15) || K % 8) {
-        fprintf(stderr, "g4: fatal: kern_gemm_tma: matrix at %p with K = %d (16-byte aligned rows needed)\n",
-                (const void *)p, K);
-        abort();
-    }
-    CUresult r = encode_tiled()(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void *)p, dims, strides, box, elem,
-                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) {
-        fprintf(stderr, "g4: fatal: kern_gemm_tma: cuTensorMapEncodeTiled(%d x %d, box %d) failed (%d)\n", rows, K,
-                box_rows, (int)r);
-        abort();
-    }
-    return m;
-}
-
 template <int VARIANT>
 static void tma_launch(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                        int K, int nseg, const struct kern_gemm_ws *ws, kern_stream s)
@@ -220,7 +178,7 @@ static void tma_launch(const uint16_t *x, const uint16_t *w, const float *bias, 
         abort();
     }
     bool scratch = nseg > 1 && !S::SEQ;
-    CUtensorMap mx = tensor_map(x, M, K, TM_BM), mw = tensor_map(w, N, K, S::BN);
+    CUtensorMap mx = tma_map_rows(x, M, K, TM_BM, "kern_gemm_tma"), mw = tma_map_rows(w, N, K, S::BN, "kern_gemm_tma");
     dim3 grid((M + TM_BM - 1) / TM_BM, (N + S::BN - 1) / S::BN, S::SEQ ? 1 : nseg);
     kern_launch(gemm_tma_kernel<VARIANT>, grid, dim3(TM_THREADS), S::SMEM, s, mx, mw, bias, y, h, M, N, K, nseg,
                 scratch ? ws->partial : NULL, scratch ? ws->counters : NULL);

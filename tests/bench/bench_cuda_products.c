@@ -83,8 +83,8 @@ int main(void)
     CHECK(cudaGetDeviceProperties(&prop, 0));
     double rate = cuda_device_copy_rate();
     printf("%s, copy rate %.0f GB/s (2 GiB device copy, read + write)\n\n", prop.name, rate / 1e9);
-    printf("| product | N | K | segments | rows | µs | GB/s of weights | %% of copy rate | µs at 4x4 | 8x4 | 4x5 | 8x3 | 4x4, 16 rows |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("| product | N | K | segments | rows | µs | GB/s of weights | %% of copy rate | µs at 4x4 | 8x4 | 4x5 | 8x3 | 4x4, 16 rows | 4 warps by tensor copies | 8 warps by tensor copies |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     cudaStream_t s;
     CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     for (size_t pi = 0; pi < sizeof PRODUCTS / sizeof *PRODUCTS; pi++) {

@@ -1,0 +1,173 @@
+// gemm_skinny_tma — the decode product (M <= 64 rows) with its weights streamed by tensor copies: variants 6
+// (4 consumer warps) and 7 (8) of kern_gemm_skinny_variant. y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16
+// (+ bias), or h = GeGLU of it, the contract of gemm_skinny.cu.
+//
+// Why: decode is bound by reading the weights once per step, and gemm_skinny.cu's blocks stream them by
+// 16-byte cp.async from every thread (each thread addresses several copies a stage), wait for their own
+// copies and meet at a barrier before each stage: the stages in flight per block are few (3 of 128 k), and the
+// issue and the barrier sit on the path. Here one lane of an extra warp asks the Tensor Memory Accelerator
+// for each stage's two boxes (x: 64 k x 16 MT rows, w: 64 k x 8 columns per warp, both with the 128-byte
+// swizzle), up to STAGES stages ahead; each consumer warp waits only for its stage's "full" mbarrier, runs its
+// mma steps and hands the stage back by one arrival on the "empty" mbarrier. There is no block-wide barrier
+// in the loop.
+//
+// Exactness: each warp owns 8 output columns of one K segment and runs their chain as gemm_skinny.cu does —
+// mma.sync m16n8k16 over chunks of 16 in increasing k order within the segment (chunks from the segment's end
+// on are skipped, never added as zeros) from a zero accumulator, then the rule's epilogue (segments.cuh). The
+// fragments are the same ldmatrix reads at swizzled addresses (tma_swizzled). Rows past M arrive as zeros
+// (the copy's out-of-bounds fill) and are never stored. So every variant gives the same bits
+// (test_cuda_kernels asserts it at every product shape and M).
+#include "common.cuh"
+#include "kernels.h"
+#include "mma.cuh"
+#include "segments.cuh"
+#include "tma_map.cuh"
+
+#define ST_BK TMA_BOX_K
+
+// MT m16 tiles of rows, NW consumer warps of 8 columns; stages: about 48 KiB a block, 4 to 8 of them.
+template <int MT, int NW> struct st_shape {
+    static constexpr int ROWS = 16 * MT, BN = 8 * NW;
+    static constexpr int A_BYTES = ROWS * 128, STAGE = A_BYTES + BN * 128;
+    static constexpr int STAGES = 49152 / STAGE < 4 ? 4 : 49152 / STAGE > 8 ? 8 : 49152 / STAGE;
+    static constexpr int SMEM = STAGES * STAGE + 1024; // + 1024: the base is rounded up to 1024 bytes
+    static constexpr int THREADS = 32 * NW + 32;       // + the producer warp
+};
+
+// The producer (one lane): stage kt of the segment into slot kt % STAGES once its consumers have handed the
+// slot back. The first stages' weights are asked for before the previous kernel is done (no kernel writes
+// weights; see kern_dep_wait), their activations after it.
+template <int MT, int NW>
+__device__ __forceinline__ void st_produce(const CUtensorMap *map_x, const CUtensorMap *map_w, unsigned char *sm,
+                                           uint64_t *full, uint64_t *empty, int n0, int kbeg, int KT)
+{
+    typedef st_shape<MT, NW> S;
+    const int first = KT < S::STAGES ? KT : S::STAGES;
+    for (int kt = 0; kt < first; kt++) {
+        mbar_arrive_expect(&full[kt], S::STAGE);
+        tma_load_2d(sm + kt * S::STAGE + S::A_BYTES, map_w, kbeg + kt * ST_BK, n0, &full[kt]);
+    }
+    kern_dep_wait();
+    for (int kt = 0; kt < first; kt++) tma_load_2d(sm + kt * S::STAGE, map_x, kbeg + kt * ST_BK, 0, &full[kt]);
+    for (int kt = first; kt < KT; kt++) {
+        int s = kt % S::STAGES;
+        mbar_wait(&empty[s], (unsigned)(kt / S::STAGES - 1) & 1u);
+        mbar_arrive_expect(&full[s], S::STAGE);
+        tma_load_2d(sm + s * S::STAGE, map_x, kbeg + kt * ST_BK, 0, &full[s]);
+        tma_load_2d(sm + s * S::STAGE + S::A_BYTES, map_w, kbeg + kt * ST_BK, n0, &full[s]);
+    }
+}
+
+template <int MT, int NW>
+__global__ void __launch_bounds__(st_shape<MT, NW>::THREADS)
+    gemm_skinny_tma_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
+                           const float *__restrict__ bias, float *__restrict__ Y, uint16_t *__restrict__ H, int M,
+                           int N, int K, int nseg, float *partial, int *counters)
+{
+    typedef st_shape<MT, NW> S;
+    kern_dep_launch();
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    __shared__ uint64_t full[S::STAGES], empty[S::STAGES];
+    __shared__ int last;
+    unsigned char *sm = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n0 = blockIdx.x * S::BN, seg = blockIdx.y;
+    const int L = K / nseg, kbeg = seg * L, kend = kbeg + L, KT = (L + ST_BK - 1) / ST_BK;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < S::STAGES; s++) {
+            mbar_init(&full[s], 1);   // the producer's arrival (with the stage's bytes)
+            mbar_init(&empty[s], NW); // one arrival per consumer warp
+        }
+        mbar_init_fence();
+    }
+    __syncthreads();
+
+    if (warp == NW) {
+        if (lane == 0) {
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"(&map_x) : "memory");
+            asm volatile("prefetch.tensormap [%0];\n" ::"l"(&map_w) : "memory");
+            st_produce<MT, NW>(&map_x, &map_w, sm, full, empty, n0, kbeg, KT);
+        }
+        __syncwarp();
+        kern_dep_wait(); // the other lanes too, before seg_finish reads the scratch
+    } else {
+        kern_dep_wait();
+        float acc[MT][4];
+#pragma unroll
+        for (int i = 0; i < MT; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+        for (int kt = 0; kt < KT; kt++) {
+            const int s = kt % S::STAGES, k0 = kbeg + kt * ST_BK;
+            const unsigned char *a = sm + s * S::STAGE, *b = a + S::A_BYTES;
+            mbar_wait(&full[s], (unsigned)(kt / S::STAGES) & 1u);
+#pragma unroll
+            for (int kk = 0; kk < ST_BK; kk += 32) {
+                if (k0 + kk >= kend) break;
+                bool second = k0 + kk + 16 < kend; // the segment's last 16 may end mid-step
+                uint32_t bf[4];
+                // B: this warp's 8 columns, k kk..kk+31: matrices (k+0..7, 8..15, 16..23, 24..31)
+                ldmatrix_x4(bf, b + tma_swizzled(warp * 8 + (lane & 7), kk / 8 + (lane >> 3)));
+                uint32_t b0[2] = {bf[0], bf[1]}, b1[2] = {bf[2], bf[3]};
+#pragma unroll
+                for (int mi = 0; mi < MT; mi++) {
+                    uint32_t r0[4], r1[4];
+                    ldmatrix_x4(r0, a + tma_swizzled(mi * 16 + (lane & 15), kk / 8 + (lane >> 4)));
+                    mma_bf16_16816(acc[mi], r0, b0);
+                    if (second) {
+                        ldmatrix_x4(r1, a + tma_swizzled(mi * 16 + (lane & 15), (kk + 16) / 8 + (lane >> 4)));
+                        mma_bf16_16816(acc[mi], r1, b1);
+                    }
+                }
+            }
+            __syncwarp(); // the warp's reads of the slot are done
+            if (lane == 0) mbar_arrive(&empty[s]);
+        }
+        int g = lane >> 2, t = lane & 3;
+#pragma unroll
+        for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+            for (int h = 0; h < 2; h++)
+                seg_store2(Y, H, partial, bias, M, N, nseg, seg, mi * 16 + g + 8 * h, n0 + warp * 8 + 2 * t,
+                           acc[mi][2 * h], acc[mi][2 * h + 1]);
+    }
+    if (nseg > 1) seg_finish(Y, H, partial, bias, M, N, nseg, 0, n0, M, S::BN, &counters[blockIdx.x], &last);
+}
+
+template <int MT, int NW>
+static void st_launch(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
+                      int K, int nseg, const struct kern_gemm_ws *ws, kern_stream s)
+{
+    typedef st_shape<MT, NW> S;
+    static bool configured = false;
+    if (!configured) {
+        KERN_CHECK(cudaFuncSetAttribute(gemm_skinny_tma_kernel<MT, NW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        S::SMEM));
+        configured = true;
+    }
+    CUtensorMap mx = tma_map_rows(x, M, K, S::ROWS, "kern_gemm_skinny_tma");
+    CUtensorMap mw = tma_map_rows(w, N, K, S::BN, "kern_gemm_skinny_tma");
+    dim3 grid((N + S::BN - 1) / S::BN, nseg);
+    kern_launch(gemm_skinny_tma_kernel<MT, NW>, grid, dim3(S::THREADS), S::SMEM, s, mx, mw, bias, y, h, M, N, K, nseg,
+                nseg > 1 ? ws->partial : NULL, nseg > 1 ? ws->counters : NULL);
+    KERN_LAUNCHED();
+}
+
+template <int NW>
+static void st_rows(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
+                    int K, int nseg, const struct kern_gemm_ws *ws, kern_stream s)
+{
+    if (M <= 16) st_launch<1, NW>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    else if (M <= 32) st_launch<2, NW>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    else st_launch<4, NW>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+}
+
+// Called by kern_gemm_skinny_variant (gemm_skinny.cu) with its arguments checked, M in 1..64, N > 0.
+extern "C" void kern_gemm_skinny_tma(int warps, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
+                                     uint16_t *h, int M, int N, int K, int nseg, const struct kern_gemm_ws *ws,
+                                     kern_stream s)
+{
+    if (warps == 4) st_rows<4>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    else if (warps == 8) st_rows<8>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    else {
+        fprintf(stderr, "g4: fatal: kern_gemm_skinny_tma: %d warps (4 or 8)\n", warps);
+        abort();
+    }
+}
