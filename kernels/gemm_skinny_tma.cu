@@ -72,19 +72,13 @@ __global__ void __launch_bounds__(st_shape<MT, NW>::THREADS)
     unsigned char *sm = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n0 = blockIdx.x * S::BN, seg = blockIdx.y;
     const int L = K / nseg, kbeg = seg * L, kend = kbeg + L, KT = (L + ST_BK - 1) / ST_BK;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < S::STAGES; s++) {
-            mbar_init(&full[s], 1);   // the producer's arrival (with the stage's bytes)
-            mbar_init(&empty[s], NW); // one arrival per consumer warp
-        }
-        mbar_init_fence();
-    }
+    tma_pipe_init(full, empty, S::STAGES, NW);
     __syncthreads();
 
     if (warp == NW) {
         if (lane == 0) {
-            asm volatile("prefetch.tensormap [%0];\n" ::"l"(&map_x) : "memory");
-            asm volatile("prefetch.tensormap [%0];\n" ::"l"(&map_w) : "memory");
+            tma_prefetch_map(&map_x);
+            tma_prefetch_map(&map_w);
             st_produce<MT, NW>(&map_x, &map_w, sm, full, empty, n0, kbeg, KT);
         }
         __syncwarp();

@@ -86,19 +86,13 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int m0 = blockIdx.x * TM_BM, n0 = blockIdx.y * S::BN, seg = S::SEQ ? 0 : blockIdx.z, L = K / nseg;
     const int k_begin = seg * L, KT = (S::SEQ ? K : L) / TM_BK, seg_stages = L / TM_BK;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < S::STAGES; s++) {
-            mbar_init(&full[s], 1);                  // the producer's arrival (with the stage's bytes)
-            mbar_init(&empty[s], TM_CONSUMER_WARPS); // one arrival per consumer warp
-        }
-        mbar_init_fence();
-    }
+    tma_pipe_init(full, empty, S::STAGES, TM_CONSUMER_WARPS);
     __syncthreads();
 
     if (warp == TM_CONSUMER_WARPS) {
         if (lane == 0) {
-            asm volatile("prefetch.tensormap [%0];\n" ::"l"(&map_x) : "memory");
-            asm volatile("prefetch.tensormap [%0];\n" ::"l"(&map_w) : "memory");
+            tma_prefetch_map(&map_x);
+            tma_prefetch_map(&map_w);
             produce<VARIANT>(&map_x, &map_w, sm, full, empty, m0, n0, k_begin, KT);
         }
         __syncwarp();

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "common.cuh"
+#include "mma.cuh"
 
 #define TMA_BOX_K 64 // k per box: one 128-byte swizzled row
 
@@ -19,6 +20,25 @@
 __device__ __forceinline__ uint32_t tma_swizzled(int row, int chunk)
 {
     return (uint32_t)(row * 128 + ((chunk ^ (row & 7)) << 4));
+}
+
+// The stage pipeline of a producer warp and its consumers, set up by thread 0 before a __syncthreads: each
+// slot's "full" barrier takes the producer's one arrival (with the stage's bytes), its "empty" barrier one
+// arrival per consumer warp.
+__device__ __forceinline__ void tma_pipe_init(uint64_t *full, uint64_t *empty, int stages, int consumer_warps)
+{
+    if (threadIdx.x != 0) return;
+    for (int s = 0; s < stages; s++) {
+        mbar_init(&full[s], 1);
+        mbar_init(&empty[s], consumer_warps);
+    }
+    mbar_init_fence();
+}
+
+// Asks for a kernel parameter's tensor map ahead of its first copy.
+__device__ __forceinline__ void tma_prefetch_map(const void *map)
+{
+    asm volatile("prefetch.tensormap [%0];\n" ::"l"(map) : "memory");
 }
 
 static inline PFN_cuTensorMapEncodeTiled_v12000 tma_encoder(void)
