@@ -4,7 +4,7 @@
 # scratch directory (plain, and with -mfma -ffp-contract=fast; no CUDA), runs both on MODEL (default: the
 # "wide" model, written to /tmp/g4-wide if absent) for a T-token prompt, and prints a markdown table.
 #   sh tests/precision/bf16_sensitivity.sh [MODEL] [T]
-# About 15 minutes on 2 cores with the wide model and T = 600; needs a machine with FMA (x86-64 v3).
+# About 3.5 minutes on 2 cores with the wide model and T = 600; needs a machine with FMA (x86-64 v3).
 set -eu
 model=${1:-/tmp/g4-wide}
 T=${2:-600}

@@ -9,8 +9,9 @@
  *               path with the same roundings (which follows the GPU's key blocks and partials): 0.35 on the
  *               tiny fixtures, whose deliberately sensitive random networks (bf16 alone moves their logits
  *               25-45 %) turn the two paths' different summation orders into whole bf16 steps at every
- *               rounding point; 0.85 on the wide model, where 0.76 was measured (2026-12-03) — more than the
- *               summation orders explain, an open question in docs/cuda.md, so this is a regression bound. Argmax
+ *               rounding point; 0.85 on the wide model, where 0.76 was measured (2026-12-03): a regression
+ *               bound, since a change of fp32 contraction alone moves the CPU's own bf16-activation logits there
+ *               by 0.74 of that error (tests/precision/bf16_sensitivity.sh, docs/cuda.md). Argmax
  *               identical wherever the reference's top-2 margin exceeds twice the largest logit error seen
  *               (the rows that differ at smaller margins are printed).
  *   row-exact:  a prompt's logits are bit-identical fed as one chunk, in chunks of 5, one row at a time,
