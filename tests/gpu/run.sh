@@ -13,9 +13,16 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/.devlibs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
 pass=0; fail=0
+# Each program runs under a time limit (G4_GPU_TEST_LIMIT seconds, default 240): a kernel waiting on an
+# mbarrier whose bytes never come hangs rather than fails, and the device machine's time is short; past the
+# limit the program fails with "TIMED OUT".
+limit=${G4_GPU_TEST_LIMIT:-240}
 run() {
     name=$1; shift
-    if "$@" >"$out/$name.log" 2>&1; then pass=$((pass + 1)); echo "PASS $name"; else fail=$((fail + 1)); echo "FAIL $name"; fi
+    timeout "$limit" "$@" >"$out/$name.log" 2>&1
+    rc=$?
+    [ "$rc" -eq 124 ] && echo "TIMED OUT after $limit s" >>"$out/$name.log"
+    if [ "$rc" -eq 0 ]; then pass=$((pass + 1)); echo "PASS $name"; else fail=$((fail + 1)); echo "FAIL $name"; fi
     tail -n 30 "$out/$name.log"
 }
 b=${G4_BUILD:-build}
