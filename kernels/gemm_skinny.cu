@@ -15,6 +15,8 @@
 // and writes y (segments.cuh, shared with the prompt kernels). Each element is therefore the same chain as
 // in the prompt kernel (gemm_bf16.cu): chunks of 16 in increasing order from a zero accumulator per segment,
 // segments summed in order — bit-identical.
+#include <string.h>
+
 #include "common.cuh"
 #include "kernels.h"
 #include "mma.cuh"
@@ -240,16 +242,18 @@ static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const fl
     }
 }
 
-// G4_CUDA_SKINNY_VARIANT=1..7 forces a block shape everywhere: a tuning knob, as every shape gives the same bits.
+// G4_CUDA_SKINNY_VARIANT=1..7 forces a block shape everywhere: a tuning knob, as every shape gives the same bits;
+// "tma" takes the tensor-copy pair by rows as the default takes its shapes (6, 4 warps, for one row; 7 beyond).
 extern "C" void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M,
                                  int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
-    static int forced = -1;
+    static int forced = -1, tma = 0;
     if (forced < 0) {
         const char *v = getenv("G4_CUDA_SKINNY_VARIANT");
         forced = v && atoi(v) > 0 && atoi(v) < KERN_SKINNY_VARIANTS ? atoi(v) : 0;
+        tma = v && !strcmp(v, "tma");
     }
-    skinny_variant(forced, x, w, bias, y, h, M, N, K, ws, s);
+    skinny_variant(tma ? (M == 1 ? 6 : 7) : forced, x, w, bias, y, h, M, N, K, ws, s);
 }
 
 extern "C" void kern_gemm_skinny_variant(int v, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
