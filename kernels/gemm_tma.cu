@@ -109,12 +109,15 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
         for (int kt = 0; kt < KT; kt++) {
             const int s = kt % S::STAGES;
             mbar_wait(&full[s], (unsigned)(kt / S::STAGES) & 1u);
-            uint32_t a = base + s * S::STAGE + wg * (64 / 8) * 1024, b = base + s * S::STAGE + TM_A_BYTES;
+            // this warpgroup's 64 rows of x start 8 groups of 8 rows in; descriptors as variant 1's (the 128-byte
+            // swizzle: leading offset unused, groups of 8 rows CM_MN_STEP apart)
+            uint32_t a = base + s * S::STAGE + wg * (64 / 8) * CM_MN_STEP, b = base + s * S::STAGE + TM_A_BYTES;
             fence_operands<S::NV>(acc);
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < TM_BK / 16; kk++) // k16 chunks in increasing order, 32 bytes apart in a row
-                wgmma_tile<S::BN>(acc, smem_desc(a + kk * 32, 16, 1024, 1), smem_desc(b + kk * 32, 16, 1024, 1));
+                wgmma_tile<S::BN>(acc, smem_desc(a + kk * 32, 16, CM_MN_STEP, 1),
+                                  smem_desc(b + kk * 32, 16, CM_MN_STEP, 1));
             wgmma_commit();
             if (S::SEQ && (kt + 1) % seg_stages == 0) { // a segment ends: its chain is whole, add it
                 wgmma_wait<0>();
