@@ -16,23 +16,10 @@
 #include <string.h>
 
 #if G4_HAVE_CUDA
-#include <cuda_runtime.h>
-
+#include "bench_cuda.h"
 #include "engine/engine.h"
-#include "engine/cuda/cuda_engine.h"
 #include "kernels.h"
-#include "util/util.h"
 
-#define CHECK(call)                                                                                         \
-    do {                                                                                                    \
-        cudaError_t rc_ = (call);                                                                           \
-        if (rc_ != cudaSuccess) {                                                                           \
-            fprintf(stderr, "bench_cuda_attention: %s: %s\n", #call, cudaGetErrorString(rc_));               \
-            exit(1);                                                                                        \
-        }                                                                                                   \
-    } while (0)
-
-#define ROUNDS 5
 #define LAUNCHES 20
 #define MAX_COPIES 16
 
@@ -69,8 +56,8 @@ struct attn_bufs {
 static void *dev_alloc(size_t bytes, int fill)
 {
     void *p;
-    CHECK(cudaMalloc(&p, bytes ? bytes : 1));
-    CHECK(cudaMemset(p, fill, bytes ? bytes : 1));
+    BENCH_CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 1));
+    BENCH_CUDA_CHECK(cudaMemset(p, fill, bytes ? bytes : 1));
     return p;
 }
 
@@ -114,9 +101,9 @@ static void bufs_make(struct attn_bufs *b, const struct layer_shape *l, const st
     b->meta = dev_alloc((size_t)R * sizeof *meta, 0);
     b->tiles = dev_alloc((size_t)R * sizeof *tiles, 0);
     b->n_tiles = dev_alloc(sizeof(int), 0);
-    CHECK(cudaMemcpy(b->meta, meta, (size_t)R * sizeof *meta, cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(b->tiles, tiles, (size_t)R * sizeof *tiles, cudaMemcpyHostToDevice));
-    CHECK(cudaMemcpy(b->n_tiles, &b->n_tiles_host, sizeof(int), cudaMemcpyHostToDevice));
+    BENCH_CUDA_CHECK(cudaMemcpy(b->meta, meta, (size_t)R * sizeof *meta, cudaMemcpyHostToDevice));
+    BENCH_CUDA_CHECK(cudaMemcpy(b->tiles, tiles, (size_t)R * sizeof *tiles, cudaMemcpyHostToDevice));
+    BENCH_CUDA_CHECK(cudaMemcpy(b->n_tiles, &b->n_tiles_host, sizeof(int), cudaMemcpyHostToDevice));
     free(meta);
     free(tiles);
 }
@@ -124,11 +111,11 @@ static void bufs_make(struct attn_bufs *b, const struct layer_shape *l, const st
 static void bufs_free(struct attn_bufs *b)
 {
     for (int i = 0; i < b->copies; i++) {
-        CHECK(cudaFree(b->cache_k[i]));
-        CHECK(cudaFree(b->cache_v[i]));
+        BENCH_CUDA_CHECK(cudaFree(b->cache_k[i]));
+        BENCH_CUDA_CHECK(cudaFree(b->cache_v[i]));
     }
     void *p[] = {b->q, b->out, b->k_new, b->v_new, b->part_acc, b->part_ml, b->meta, b->tiles, b->n_tiles};
-    for (size_t i = 0; i < sizeof p / sizeof *p; i++) CHECK(cudaFree(p[i]));
+    for (size_t i = 0; i < sizeof p / sizeof *p; i++) BENCH_CUDA_CHECK(cudaFree(p[i]));
 }
 
 /* One layer's decode attention on cache copy i: attention, then the merge with the store (as cuda_step.c), or the
@@ -143,42 +130,27 @@ static void layer(const struct attn_bufs *b, const struct layer_shape *l, int i,
     else kern_kv_store(&kv, b->R, s);
 }
 
-static double time_layer(const struct attn_bufs *b, const struct layer_shape *l, cudaStream_t s)
+/* One layer on copy `copy` of the caches (bench_cuda_median_us). */
+struct layer_run {
+    const struct attn_bufs *b;
+    const struct layer_shape *l;
+    cudaStream_t s;
+};
+
+static void layer_launch(void *ctx, int copy)
 {
-    cudaEvent_t e0, e1;
-    double t[ROUNDS];
-    CHECK(cudaEventCreate(&e0));
-    CHECK(cudaEventCreate(&e1));
-    for (int i = 0; i < b->copies; i++) layer(b, l, i, s);
-    for (int r = 0; r < ROUNDS; r++) {
-        float ms;
-        CHECK(cudaEventRecord(e0, s));
-        for (int i = 0; i < LAUNCHES; i++) layer(b, l, i % b->copies, s);
-        CHECK(cudaEventRecord(e1, s));
-        CHECK(cudaEventSynchronize(e1));
-        CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        t[r] = 1e3 * ms / LAUNCHES;
-    }
-    CHECK(cudaEventDestroy(e0));
-    CHECK(cudaEventDestroy(e1));
-    return util_median(t, ROUNDS);
+    const struct layer_run *r = ctx;
+    layer(r->b, r->l, copy, r->s);
 }
 
 int main(int argc, char **argv)
 {
-    int n_dev = 0;
-    if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
-        printf("bench_cuda_attention: no CUDA device here; nothing to measure\n");
-        return 0;
-    }
-    struct cudaDeviceProp prop;
-    CHECK(cudaGetDeviceProperties(&prop, 0));
-    double rate = cuda_device_copy_rate();
-    printf("%s, copy rate %.0f GB/s (2 GiB device copy, read + write)\n\n", prop.name, rate / 1e9);
+    double rate;
+    if (!bench_cuda_open("bench_cuda_attention", &rate)) return 0;
     printf("| layer | streams | context | rows each | partial CTAs per tile | µs | MB of keys+values | GB/s | %% of copy rate |\n");
     printf("|---|---|---|---|---|---|---|---|---|\n");
     cudaStream_t s;
-    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    BENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     for (size_t li = 0; li < sizeof SHAPES / sizeof *SHAPES; li++) {
         const struct layer_shape *l = &SHAPES[li];
         for (size_t ci = 0; ci < sizeof CASES / sizeof *CASES; ci++) {
@@ -188,7 +160,8 @@ int main(int argc, char **argv)
                               atoi(argv[4]) != c->rows))
                 continue;
             bufs_make(&b, l, c);
-            double us = time_layer(&b, l, s);
+            struct layer_run run = {&b, l, s};
+            double us = bench_cuda_median_us(layer_launch, &run, b.copies, LAUNCHES, s);
             int seen = l->is_full || c->ctx < l->window ? c->ctx : l->window;
             double bytes = 2.0 * c->streams * (double)seen * l->n_kv * l->D * 2;
             printf("| %s | %d | %d | %d | %d | %.1f | %.1f | %.0f | %.0f |\n", l->what, c->streams, c->ctx, c->rows,
@@ -198,7 +171,7 @@ int main(int argc, char **argv)
             bufs_free(&b);
         }
     }
-    CHECK(cudaStreamDestroy(s));
+    BENCH_CUDA_CHECK(cudaStreamDestroy(s));
     return 0;
 }
 #else

@@ -15,23 +15,10 @@
 #include <string.h>
 
 #if G4_HAVE_CUDA
-#include <cuda_runtime.h>
-
-#include "engine/cuda/cuda_engine.h"
+#include "bench_cuda.h"
 #include "kernels.h"
-#include "util/util.h"
 
-#define CHECK(call)                                                                                         \
-    do {                                                                                                    \
-        cudaError_t rc_ = (call);                                                                           \
-        if (rc_ != cudaSuccess) {                                                                           \
-            fprintf(stderr, "bench_cuda_products: %s: %s\n", #call, cudaGetErrorString(rc_));                \
-            exit(1);                                                                                        \
-        }                                                                                                   \
-    } while (0)
-
-#define ROUNDS 5
-#define LAUNCHES 40
+#define LAUNCHES 40 /* per round (bench_cuda.h) */
 
 /* A decode product of the 12B, named by what it is; geglu: the gate|up product, which writes h. */
 struct product {
@@ -45,48 +32,34 @@ static const struct product PRODUCTS[] = {
     {"head (tied embedding)", 262144, 3840, 0},
 };
 
-/* Microseconds per product of M rows: the median of ROUNDS rounds of LAUNCHES launches. */
-static double time_product(const struct product *p, int v, int M, uint16_t **w, int copies, const uint16_t *x, float *y,
-                           uint16_t *h, const struct kern_gemm_ws *ws, cudaStream_t s)
+/* One product's launch on copy `copy` of the weights, by forced variant v at M rows. */
+struct product_run {
+    const struct product *p;
+    int v, M;
+    uint16_t **w;
+    const uint16_t *x;
+    float *y;
+    uint16_t *h;
+    const struct kern_gemm_ws *ws;
+    cudaStream_t s;
+};
+
+static void product_launch(void *ctx, int copy)
 {
-    cudaEvent_t a, b;
-    double t[ROUNDS];
-    CHECK(cudaEventCreate(&a));
-    CHECK(cudaEventCreate(&b));
-    for (int i = 0; i < copies; i++)
-        kern_gemm_skinny_variant(v, x, w[i], NULL, p->geglu ? NULL : y, p->geglu ? h : NULL, M, p->N, p->K, ws, s);
-    for (int r = 0; r < ROUNDS; r++) {
-        float ms;
-        CHECK(cudaEventRecord(a, s));
-        for (int i = 0; i < LAUNCHES; i++)
-            kern_gemm_skinny_variant(v, x, w[i % copies], NULL, p->geglu ? NULL : y, p->geglu ? h : NULL, M, p->N,
-                                     p->K, ws, s);
-        CHECK(cudaEventRecord(b, s));
-        CHECK(cudaEventSynchronize(b));
-        CHECK(cudaEventElapsedTime(&ms, a, b));
-        t[r] = 1e3 * ms / LAUNCHES;
-    }
-    CHECK(cudaEventDestroy(a));
-    CHECK(cudaEventDestroy(b));
-    return util_median(t, ROUNDS);
+    const struct product_run *r = ctx;
+    kern_gemm_skinny_variant(r->v, r->x, r->w[copy], NULL, r->p->geglu ? NULL : r->y, r->p->geglu ? r->h : NULL, r->M,
+                             r->p->N, r->p->K, r->ws, r->s);
 }
 
 int main(void)
 {
     static const int ROWS[] = {1, 2, 4, 8, 16, 64};
-    int n_dev = 0;
-    if (cudaGetDeviceCount(&n_dev) != cudaSuccess || n_dev == 0) {
-        printf("bench_cuda_products: no CUDA device here; nothing to measure\n");
-        return 0;
-    }
-    struct cudaDeviceProp prop;
-    CHECK(cudaGetDeviceProperties(&prop, 0));
-    double rate = cuda_device_copy_rate();
-    printf("%s, copy rate %.0f GB/s (2 GiB device copy, read + write)\n\n", prop.name, rate / 1e9);
+    double rate;
+    if (!bench_cuda_open("bench_cuda_products", &rate)) return 0;
     printf("| product | N | K | segments | rows | µs | GB/s of weights | %% of copy rate | µs at 4x4 | 8x4 | 4x5 | 8x3 | 4x4, 16 rows | 4 warps by tensor copies | 8 warps by tensor copies |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     cudaStream_t s;
-    CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    BENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     for (size_t pi = 0; pi < sizeof PRODUCTS / sizeof *PRODUCTS; pi++) {
         const struct product *p = &PRODUCTS[pi];
         size_t wbytes = (size_t)p->N * p->K * 2;
@@ -97,34 +70,37 @@ int main(void)
         float *y;
         struct kern_gemm_ws ws;
         for (int i = 0; i < copies; i++) {
-            CHECK(cudaMalloc((void **)&w[i], wbytes));
-            CHECK(cudaMemset(w[i], 0x3c, wbytes)); /* bf16 0x3c3c: 0.0115, finite */
+            BENCH_CUDA_CHECK(cudaMalloc((void **)&w[i], wbytes));
+            BENCH_CUDA_CHECK(cudaMemset(w[i], 0x3c, wbytes)); /* bf16 0x3c3c: 0.0115, finite */
         }
-        CHECK(cudaMalloc((void **)&x, (size_t)64 * p->K * 2));
-        CHECK(cudaMemset(x, 0x3c, (size_t)64 * p->K * 2));
-        CHECK(cudaMalloc((void **)&y, (size_t)64 * p->N * sizeof *y));
-        CHECK(cudaMalloc((void **)&h, (size_t)64 * p->N));
+        BENCH_CUDA_CHECK(cudaMalloc((void **)&x, (size_t)64 * p->K * 2));
+        BENCH_CUDA_CHECK(cudaMemset(x, 0x3c, (size_t)64 * p->K * 2));
+        BENCH_CUDA_CHECK(cudaMalloc((void **)&y, (size_t)64 * p->N * sizeof *y));
+        BENCH_CUDA_CHECK(cudaMalloc((void **)&h, (size_t)64 * p->N));
         long ws_floats = kern_gemm_ws_floats(64, p->N, p->K);
-        CHECK(cudaMalloc((void **)&ws.partial, (size_t)(ws_floats ? ws_floats : 1) * sizeof(float)));
-        CHECK(cudaMalloc((void **)&ws.counters, (size_t)kern_gemm_ws_counters(64, p->N) * sizeof(int)));
-        CHECK(cudaMemset(ws.counters, 0, (size_t)kern_gemm_ws_counters(64, p->N) * sizeof(int)));
+        BENCH_CUDA_CHECK(cudaMalloc((void **)&ws.partial, (size_t)(ws_floats ? ws_floats : 1) * sizeof(float)));
+        BENCH_CUDA_CHECK(cudaMalloc((void **)&ws.counters, (size_t)kern_gemm_ws_counters(64, p->N) * sizeof(int)));
+        BENCH_CUDA_CHECK(cudaMemset(ws.counters, 0, (size_t)kern_gemm_ws_counters(64, p->N) * sizeof(int)));
         for (size_t ri = 0; ri < sizeof ROWS / sizeof *ROWS; ri++) {
             double us[KERN_SKINNY_VARIANTS];
-            for (int v = 0; v < KERN_SKINNY_VARIANTS; v++) us[v] = time_product(p, v, ROWS[ri], w, copies, x, y, h, &ws, s);
+            for (int v = 0; v < KERN_SKINNY_VARIANTS; v++) {
+                struct product_run run = {p, v, ROWS[ri], w, x, y, h, &ws, s};
+                us[v] = bench_cuda_median_us(product_launch, &run, copies, LAUNCHES, s);
+            }
             double gbs = wbytes / (us[0] * 1e-6) / 1e9;
             printf("| %s | %d | %d | %d | %d | %.1f | %.0f | %.0f |", p->what, p->N, p->K,
                    kern_gemm_segments(p->N, p->K), ROWS[ri], us[0], gbs, 100.0 * gbs * 1e9 / rate);
             for (int v = 1; v < KERN_SKINNY_VARIANTS; v++) printf(" %.1f |", us[v]);
             printf("\n");
         }
-        for (int i = 0; i < copies; i++) CHECK(cudaFree(w[i]));
-        CHECK(cudaFree(x));
-        CHECK(cudaFree(y));
-        CHECK(cudaFree(h));
-        CHECK(cudaFree(ws.partial));
-        CHECK(cudaFree(ws.counters));
+        for (int i = 0; i < copies; i++) BENCH_CUDA_CHECK(cudaFree(w[i]));
+        BENCH_CUDA_CHECK(cudaFree(x));
+        BENCH_CUDA_CHECK(cudaFree(y));
+        BENCH_CUDA_CHECK(cudaFree(h));
+        BENCH_CUDA_CHECK(cudaFree(ws.partial));
+        BENCH_CUDA_CHECK(cudaFree(ws.counters));
     }
-    CHECK(cudaStreamDestroy(s));
+    BENCH_CUDA_CHECK(cudaStreamDestroy(s));
     return 0;
 }
 #else
