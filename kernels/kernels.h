@@ -28,6 +28,16 @@ struct kern_row {
     int item_end; /* step row one past its item's last row */
 };
 
+/* ---- run-time switches (knobs.cu) ----------------------------------------------------------------------
+ * Early loads: the small kernels a decode step waits on (the attention merge, kern_qkv_prep,
+ * kern_residual_norm_add) issue every load a thread needs (partials, norm weights, positions, frequencies,
+ * the new key and value) before the first use, instead of a memory round trip after each reduction or
+ * branch. The same arithmetic in the same order: the same bits. Off unless G4_CUDA_EARLY_LOADS=1 until a GPU
+ * run shows it faster; kern_set_early_loads overrides the environment (tests: on and off must agree). Set it
+ * before a pass is captured in a graph: a graph keeps the kernels it was captured with. */
+int kern_early_loads(void);
+void kern_set_early_loads(int on);
+
 /* ---- matrix products ------------------------------------------------------------------------------------
  * y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias (N) fp32), K % 16 == 0, on tensor cores (mma.sync
  * m16n8k16, bf16 in, fp32 accumulate). Every product takes h too: NULL, or, for the gate|up product, where

@@ -8,12 +8,20 @@
 #include "common.cuh"
 #include "kernels.h"
 
+// Where row m's key and value go in the caches (element offset of the slot), or -1 for a row to skip.
+__device__ __forceinline__ long long kv_slot(const struct kern_kv_new &kv, const struct kern_row &m)
+{
+    int last = m.pos0 + (m.item_end - m.base) - 1;
+    if (m.pos <= last - kv.cap) return -1;
+    return ((long long)m.stream * kv.cap + m.pos % kv.cap) * kv.kvd;
+}
+
 __device__ __forceinline__ void kv_store_row(const struct kern_kv_new &kv, int r, int first, int step)
 {
-    const struct kern_row m = kv.meta[r];
-    int last = m.pos0 + (m.item_end - m.base) - 1, kvd = kv.kvd;
-    if (m.pos <= last - kv.cap) return;
-    size_t dst = ((size_t)m.stream * kv.cap + m.pos % kv.cap) * kvd, src = (size_t)r * kvd;
+    const long long dst = kv_slot(kv, kv.meta[r]);
+    const size_t src = (size_t)r * kv.kvd;
+    int kvd = kv.kvd;
+    if (dst < 0) return;
     if (kvd % 8 == 0) {
         for (int i = first; i < kvd / 8; i += step) {
             reinterpret_cast<uint4 *>(kv.cache_k + dst)[i] = reinterpret_cast<const uint4 *>(kv.k_new + src)[i];
@@ -25,4 +33,31 @@ __device__ __forceinline__ void kv_store_row(const struct kern_kv_new &kv, int r
         kv.cache_k[dst + i] = kv.k_new[src + i];
         kv.cache_v[dst + i] = kv.v_new[src + i];
     }
+}
+
+// The same store split in two for a caller that issues its own loads in between (the merge with early
+// loads, kernels.h): kv_piece_load asks for the row's facts and this thread's one 16-byte piece i of its key
+// and value (i < 0 or past the row: none; kvd % 8 == 0), kv_piece_store writes them to the slot.
+struct kv_piece {
+    struct kern_row m;
+    uint4 k, v;
+    int i;
+};
+
+__device__ __forceinline__ void kv_piece_load(const struct kern_kv_new &kv, int r, int i, struct kv_piece *p)
+{
+    p->i = i >= 0 && i < kv.kvd / 8 ? i : -1;
+    if (p->i < 0) return;
+    p->m = kv.meta[r];
+    p->k = reinterpret_cast<const uint4 *>(kv.k_new + (size_t)r * kv.kvd)[i];
+    p->v = reinterpret_cast<const uint4 *>(kv.v_new + (size_t)r * kv.kvd)[i];
+}
+
+__device__ __forceinline__ void kv_piece_store(const struct kern_kv_new &kv, const struct kv_piece &p)
+{
+    if (p.i < 0) return;
+    const long long dst = kv_slot(kv, p.m);
+    if (dst < 0) return;
+    reinterpret_cast<uint4 *>(kv.cache_k + dst)[p.i] = p.k;
+    reinterpret_cast<uint4 *>(kv.cache_v + dst)[p.i] = p.v;
 }

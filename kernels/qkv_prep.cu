@@ -12,7 +12,7 @@ __global__ void qkv_prep_kernel(const float *__restrict__ qkv, int ld, int k_off
                                 const float *__restrict__ q_norm, const float *__restrict__ k_norm,
                                 const float *__restrict__ inv_freq, const struct kern_row *__restrict__ meta, float eps,
                                 int n_heads, int n_kv, int D, uint16_t *__restrict__ q_out, uint16_t *__restrict__ k_out,
-                                uint16_t *__restrict__ v_out)
+                                uint16_t *__restrict__ v_out, int early)
 {
     kern_dep_launch();
     kern_dep_wait();
@@ -30,21 +30,34 @@ __global__ void qkv_prep_kernel(const float *__restrict__ qkv, int ld, int k_off
         kind = 2, head = h - n_heads - n_kv, src = row + v_off + (size_t)head * D, w = NULL;
         dst = v_out + ((size_t)r * n_kv + head) * D;
     }
+    // early loads (kernels.h): the norm weights, the position and the frequencies come with the head's values
+    // (rotations: this lane's pairs i = lane + 32 j), rather than after the sum and after the barrier
+    float4 wpre[MAX_D / 128];
+    float fpre[MAX_D / 64], pos_pre = 0.0f;
+    if (early && kind != 2) {
+        pos_pre = (float)meta[r].pos;
+#pragma unroll
+        for (int j = 0; j < MAX_D / 64; j++)
+            if (lane + 32 * j < D / 2) fpre[j] = inv_freq[lane + 32 * j];
+    }
     if (D % 128 == 0) { // float4 pieces, all loads of the head at once (D <= MAX_D: at most 4 per lane)
         float4 v[MAX_D / 128];
 #pragma unroll
         for (int j = 0; j < MAX_D / 128; j++)
             if (lane + 32 * j < D / 4) {
                 v[j] = reinterpret_cast<const float4 *>(src)[lane + 32 * j];
-                ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
+                if (early && w) wpre[j] = reinterpret_cast<const float4 *>(w)[lane + 32 * j];
             }
+#pragma unroll
+        for (int j = 0; j < MAX_D / 128; j++)
+            if (lane + 32 * j < D / 4) ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;
         ss = warp_sum(ss);
         scale = 1.0f / sqrtf(ss / (float)D + eps);
 #pragma unroll
         for (int j = 0; j < MAX_D / 128; j++) {
             int q = lane + 32 * j;
             if (q >= D / 4) break;
-            float4 ww = w ? reinterpret_cast<const float4 *>(w)[q] : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+            float4 ww = !w ? make_float4(1.0f, 1.0f, 1.0f, 1.0f) : early ? wpre[j] : reinterpret_cast<const float4 *>(w)[q];
             buf[4 * q] = v[j].x * scale * ww.x;
             buf[4 * q + 1] = v[j].y * scale * ww.y;
             buf[4 * q + 2] = v[j].z * scale * ww.z;
@@ -61,11 +74,14 @@ __global__ void qkv_prep_kernel(const float *__restrict__ qkv, int ld, int k_off
         for (int i = lane; i < D; i += 32) dst[i] = f32_to_bf16_bits(buf[i]);
         return;
     }
-    float pos = (float)meta[r].pos;
-    for (int i = lane; i < D / 2; i += 32) {
-        float a = buf[i], b = buf[i + D / 2], c = 1.0f, sn = 0.0f;
-        if (inv_freq[i] != 0.0f) sincosf(pos * inv_freq[i], &sn, &c);
-        float x0 = inv_freq[i] != 0.0f ? a * c - b * sn : a, x1 = inv_freq[i] != 0.0f ? b * c + a * sn : b;
+    float pos = early ? pos_pre : (float)meta[r].pos;
+#pragma unroll
+    for (int j = 0; j < MAX_D / 64; j++) {
+        int i = lane + 32 * j;
+        if (i >= D / 2) break;
+        float a = buf[i], b = buf[i + D / 2], c = 1.0f, sn = 0.0f, f = early ? fpre[j] : inv_freq[i];
+        if (f != 0.0f) sincosf(pos * f, &sn, &c);
+        float x0 = f != 0.0f ? a * c - b * sn : a, x1 = f != 0.0f ? b * c + a * sn : b;
         dst[i] = f32_to_bf16_bits(x0);
         dst[i + D / 2] = f32_to_bf16_bits(x1);
     }
@@ -82,7 +98,7 @@ extern "C" void kern_qkv_prep(const float *qkv, int ld, int k_off, int v_off, co
         fprintf(stderr, "g4: fatal: kern_qkv_prep: head dim %d unsupported (even, <= %d)\n", D, MAX_D);
         abort();
     }
-    kern_launch(qkv_prep_kernel, dim3(grid), dim3(32), 0, s, qkv, ld, k_off, v_off, q_norm, k_norm, inv_freq, rows_meta, eps, n_heads, n_kv,
-                                        D, q_out, k_out, v_out);
+    kern_launch(qkv_prep_kernel, dim3(grid), dim3(32), 0, s, qkv, ld, k_off, v_off, q_norm, k_norm, inv_freq,
+                rows_meta, eps, n_heads, n_kv, D, q_out, k_out, v_out, kern_early_loads());
     KERN_LAUNCHED();
 }

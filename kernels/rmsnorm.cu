@@ -19,15 +19,16 @@ __device__ __forceinline__ float sq4(float4 v) { return v.x * v.x + v.y * v.y + 
 
 __device__ __forceinline__ bool vec_ok(int n) { return n % 4 == 0 && n / 4 <= THREADS * VEC_MAX; }
 
-// y = x * scale * w (w may be NULL) for this thread's pieces, to fp32 and/or bf16.
-__device__ __forceinline__ void store_normed(const float4 *v, int nv, const float *w, float scale, float *y32,
-                                             uint16_t *y16)
+// y = x * scale * w (w may be NULL) for this thread's pieces, to fp32 and/or bf16; wpre: w's pieces already
+// loaded (early loads), or NULL.
+__device__ __forceinline__ void store_normed(const float4 *v, int nv, const float *w, const float4 *wpre, float scale,
+                                             float *y32, uint16_t *y16)
 {
 #pragma unroll
     for (int j = 0; j < VEC_MAX; j++) {
         int q = threadIdx.x + j * THREADS;
         if (q >= nv) break;
-        float4 a = v[j], ww = w ? ld4(w, q) : make_float4(1.0f, 1.0f, 1.0f, 1.0f);
+        float4 a = v[j], ww = !w ? make_float4(1.0f, 1.0f, 1.0f, 1.0f) : wpre ? wpre[j] : ld4(w, q);
         float o[4] = {a.x * scale * ww.x, a.y * scale * ww.y, a.z * scale * ww.z, a.w * scale * ww.w};
         if (y32) reinterpret_cast<float4 *>(y32)[q] = make_float4(o[0], o[1], o[2], o[3]);
         if (y16) {
@@ -60,7 +61,7 @@ __device__ void norm_row(const float *row, const float *w, float eps, int n, flo
             int q = threadIdx.x + j * THREADS;
             v[j] = q < nv ? ld4(row, q) : make_float4(0, 0, 0, 0);
         }
-        store_normed(v, nv, w, rms_scale(v, nv, n, eps, scratch), y32, y16);
+        store_normed(v, nv, w, NULL, rms_scale(v, nv, n, eps, scratch), y32, y16);
         return;
     }
     float ss = 0.0f, scale;
@@ -98,7 +99,7 @@ __global__ void __launch_bounds__(THREADS) rmsnorm_gather_kernel(const float *__
 __global__ void __launch_bounds__(THREADS) residual_norm_add_kernel(float *__restrict__ x, const float *__restrict__ t,
                                                                     const float *__restrict__ w, float eps, float scalar,
                                                                     const float *__restrict__ w_next,
-                                                                    uint16_t *__restrict__ xn16, int n)
+                                                                    uint16_t *__restrict__ xn16, int n, int early)
 {
     kern_dep_launch();
     kern_dep_wait();
@@ -106,26 +107,33 @@ __global__ void __launch_bounds__(THREADS) residual_norm_add_kernel(float *__res
     const float *tr = t + (size_t)blockIdx.x * n;
     float *xr = x + (size_t)blockIdx.x * n;
     if (vec_ok(n)) {
-        float4 tv[VEC_MAX], xv[VEC_MAX];
+        // early loads (kernels.h): both norms' weights come with the row, not after each block sum
+        float4 tv[VEC_MAX], xv[VEC_MAX], wv[VEC_MAX], wn[VEC_MAX];
         int nv = n / 4;
 #pragma unroll
         for (int j = 0; j < VEC_MAX; j++) {
             int q = threadIdx.x + j * THREADS;
             tv[j] = q < nv ? ld4(tr, q) : make_float4(0, 0, 0, 0);
             xv[j] = q < nv ? ld4(xr, q) : make_float4(0, 0, 0, 0);
+            if (early && q < nv) {
+                wv[j] = ld4(w, q);
+                if (w_next) wn[j] = ld4(w_next, q);
+            }
         }
         float scale = rms_scale(tv, nv, n, eps, scratch);
 #pragma unroll
         for (int j = 0; j < VEC_MAX; j++) {
             int q = threadIdx.x + j * THREADS;
             if (q >= nv) break;
-            float4 ww = ld4(w, q), a = tv[j], b = xv[j];
+            float4 ww = early ? wv[j] : ld4(w, q), a = tv[j], b = xv[j];
             b = make_float4((b.x + a.x * scale * ww.x) * scalar, (b.y + a.y * scale * ww.y) * scalar,
                             (b.z + a.z * scale * ww.z) * scalar, (b.w + a.w * scale * ww.w) * scalar);
             xv[j] = b;
             reinterpret_cast<float4 *>(xr)[q] = b;
         }
-        if (w_next) store_normed(xv, nv, w_next, rms_scale(xv, nv, n, eps, scratch), NULL, xn16 + (size_t)blockIdx.x * n);
+        if (w_next)
+            store_normed(xv, nv, w_next, early ? wn : NULL, rms_scale(xv, nv, n, eps, scratch), NULL,
+                         xn16 + (size_t)blockIdx.x * n);
         return;
     }
     float ss = 0.0f, scale;
@@ -158,6 +166,7 @@ extern "C" void kern_residual_norm_add(float *x, const float *t, const float *w,
                                        const float *w_next, uint16_t *xn16, int rows, int n, kern_stream s)
 {
     if (rows == 0) return;
-    kern_launch(residual_norm_add_kernel, dim3(rows), dim3(THREADS), 0, s, x, t, w, eps, scalar, w_next, xn16, n);
+    kern_launch(residual_norm_add_kernel, dim3(rows), dim3(THREADS), 0, s, x, t, w, eps, scalar, w_next, xn16, n,
+                kern_early_loads());
     KERN_LAUNCHED();
 }

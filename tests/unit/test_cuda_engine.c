@@ -27,7 +27,7 @@
 #include "model/model.h"
 #include "test.h"
 #ifdef G4_HAVE_CUDA
-#include "kernels.h" /* kern_attention_force_partial_groups */
+#include "kernels.h" /* kern_attention_force_partial_groups, kern_set_early_loads */
 #endif
 
 #define FIXTURES "tests/fixtures/engine"
@@ -334,6 +334,22 @@ static void check_prompt(const char *name, struct g4_model *m, const int32_t *id
         }
         printf("  %-7s row-exact: attention partials in 1, 4 or 16 CTAs per tile = the automatic split: %s\n", name,
                same ? "bit-identical" : "DIFFER");
+    }
+    {
+        /* early loads (kernels.h) flipped from this run's setting: the same bits in prompt chunks and single rows */
+        int was = kern_early_loads();
+        float *chunk, *single;
+        kern_set_early_loads(!was);
+        chunk = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, ENGINE_CHUNK_ROWS);
+        single = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, 1);
+        kern_set_early_loads(was);
+        EXPECTF(!memcmp(gpu, chunk, (size_t)T * V * 4), "%s: early loads %s: one chunk differs", name, was ? "off" : "on");
+        EXPECTF(!memcmp(g1, single, (size_t)T * V * 4), "%s: early loads %s: single rows differ", name, was ? "off" : "on");
+        printf("  %-7s early loads %s = %s: one chunk %s, single rows %s\n", name, was ? "off" : "on", was ? "on" : "off",
+               !memcmp(gpu, chunk, (size_t)T * V * 4) ? "bit-identical" : "DIFFER",
+               !memcmp(g1, single, (size_t)T * V * 4) ? "bit-identical" : "DIFFER");
+        free(chunk);
+        free(single);
     }
 #endif
     {
