@@ -6,7 +6,8 @@
 # double precision), the CUDA engine tests (bf16 error against the CPU path, row-exactness) on the tiny
 # fixtures and on the "wide" model it writes (real head dims, K segments, 700 positions), then
 # compute-sanitizer memcheck on the engine test (tiny fixtures) when it is installed. Prints one closing line
-# `N passed, N failed`.
+# `N passed, N failed`. G4_GPU_TESTS picks some of them (default "kernels engine memcheck"); the tuning
+# settings in the environment (G4_CUDA_*) reach every program.
 set -u
 out=${1:-/tmp/g4-gpu}
 mkdir -p "$out"
@@ -29,7 +30,8 @@ b=${G4_BUILD:-build}
 export G4_REQUIRE_GPU=1 # here a missing GPU is a failure, not test_cuda_engine's SKIP-NO-GPU
 wide=${G4_CUDA_WIDE_MODEL:-/tmp/g4-wide}
 [ -f "$wide/config.json" ] || "$b/g4" make-tiny-model "$wide" --shape wide >/dev/null
-run cuda_kernels "$b/tests/test_cuda_kernels"
+tests=" ${G4_GPU_TESTS:-kernels engine memcheck} "
+case $tests in *" kernels "*) run cuda_kernels "$b/tests/test_cuda_kernels" ;; esac
 if [ -n "${G4_TOKENIZER:-}" ]; then # the demo model (head dim 16) needs the real tokenizer, json or json.gz
     demo=/tmp/g4-demo
     if [ ! -f "$demo/config.json" ]; then
@@ -40,10 +42,12 @@ if [ -n "${G4_TOKENIZER:-}" ]; then # the demo model (head dim 16) needs the rea
     export G4_CUDA_DEMO_MODEL="$demo"
 fi
 export G4_CUDA_WIDE_MODEL="$wide"
-run cuda_engine "$b/tests/test_cuda_engine"
+case $tests in *" engine "*) run cuda_engine "$b/tests/test_cuda_engine" ;; esac
 unset G4_CUDA_WIDE_MODEL G4_CUDA_DEMO_MODEL
-if command -v compute-sanitizer >/dev/null 2>&1; then
-    run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$b/tests/test_cuda_engine"
-fi
+case $tests in *" memcheck "*)
+    if command -v compute-sanitizer >/dev/null 2>&1; then
+        run memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$b/tests/test_cuda_engine"
+    fi ;;
+esac
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

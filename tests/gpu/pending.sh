@@ -1,0 +1,57 @@
+#!/bin/sh
+# tests/gpu/pending.sh — what was written without a GPU and not yet run on one (docs/cuda.md, "Written but not
+# yet run"), checked and then timed in two device calls of under 10 minutes each, over a build carried as for
+# tests/gpu/run.sh:
+#   [G4_TOKENIZER=…] sh tests/gpu/pending.sh check [OUT_DIR]
+#       bits first, each program under a time limit (a tensor copy whose bytes never come hangs): the wgmma
+#       test (prompt products by tensor copies, variants 4 and 5), run.sh with the defaults (decode products
+#       6 and 7 in test_cuda_kernels; early loads flipped in test_cuda_engine; memcheck), then the engine test
+#       and memcheck again with every opt-in setting on at once.
+#   sh tests/gpu/pending.sh time [OUT_DIR]
+#       speed: bench_cuda_products (every variant's column), bench_cuda_attention without and with early
+#       loads, then tests/gpu/ab.sh for each setting (the whole g4 bench, defaults then the setting).
+# Full logs go to OUT_DIR (default /tmp/g4-pending); a summary comes last.
+set -u
+what=${1:-}
+out=${2:-/tmp/g4-pending}
+b=${G4_BUILD:-build}
+here=$(dirname "$0")
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$PWD/.devlibs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+settings="G4_CUDA_WGMMA=tma G4_CUDA_SKINNY_VARIANT=tma G4_CUDA_EARLY_LOADS=1"
+summary=""
+note() { summary="$summary
+$1"; echo "$1"; }
+step() { # name limit command...: runs it, keeps its log, notes its status
+    name=$1 limit=$2
+    shift 2
+    start=$(date +%s)
+    timeout "$limit" "$@" >"$out/$name.log" 2>&1
+    rc=$?
+    [ "$rc" -eq 124 ] && echo "TIMED OUT after $limit s" >>"$out/$name.log"
+    tail -n 40 "$out/$name.log"
+    note "$name: rc $rc in $(($(date +%s) - start)) s; $(grep -E 'passed, [0-9]+ failed|ERROR SUMMARY|TIMED OUT' "$out/$name.log" | tail -n 1)"
+}
+case $what in
+check)
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
+    step wgmma 300 "$b/tests/test_cuda_wgmma"
+    step run_defaults 420 sh "$here/run.sh" "$out/defaults"
+    step run_settings 420 env $settings G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/settings"
+    ;;
+time)
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+    step products 240 "$b/bench/bench_cuda_products"
+    step attention 120 "$b/bench/bench_cuda_attention"
+    step attention_early 120 env G4_CUDA_EARLY_LOADS=1 "$b/bench/bench_cuda_attention"
+    for s in $settings; do
+        step "ab_${s%%=*}" 240 sh "$here/ab.sh" "$s"
+    done
+    ;;
+*)
+    echo "usage: sh tests/gpu/pending.sh check|time [OUT_DIR]" >&2
+    exit 2
+    ;;
+esac
+echo
+echo "== summary ($what; logs in $out)$summary"
