@@ -102,23 +102,35 @@ __device__ __forceinline__ void row_range(const struct kern_row &m, int is_full,
 // the next barrier). The fence orders the thread's zeros, and the block's reads of the buffer before the
 // caller's __syncthreads, before the new copies; copies that land before the arming only run the count below
 // zero for a moment, and the phase needs the arming's arrival.
+//
+// part: LOAD_ALL, or the block in two calls (early loads, kernels.h): LOAD_CACHE arms the barrier with every
+// row's bytes, writes the zeros and copies the rows from the cache, which no kernel of the pass before the
+// attention writes (so it may run before kern_dep_wait); LOAD_FRESH, after the wait, copies the rows of the
+// step's new keys. The phase completes when both parts' bytes have come.
+#define LOAD_CACHE 1
+#define LOAD_FRESH 2
+#define LOAD_ALL 3
 template <int D>
 __device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16_t *fresh, const uint16_t *cache,
                                            const struct kern_row &m0, int b, int lo, int hi, int kvh, int cap, int kvd,
-                                           uint64_t *bar)
+                                           uint64_t *bar, int part = LOAD_ALL)
 {
     const int kb0 = b * KB, per = KB / (blockDim.x >> 5), lane = threadIdx.x & 31, j = (threadIdx.x >> 5) * per + lane;
-    fence_proxy_async();
-    if (threadIdx.x == 0) {
-        int a = lo > kb0 ? lo : kb0, z = hi < kb0 + KB - 1 ? hi : kb0 + KB - 1;
-        mbar_arrive_expect(bar, (unsigned)(z >= a ? z - a + 1 : 0) * D * 2);
+    if (part & LOAD_CACHE) {
+        fence_proxy_async();
+        if (threadIdx.x == 0) {
+            int a = lo > kb0 ? lo : kb0, z = hi < kb0 + KB - 1 ? hi : kb0 + KB - 1;
+            mbar_arrive_expect(bar, (unsigned)(z >= a ? z - a + 1 : 0) * D * 2);
+        }
     }
     if (lane >= per) return;
     const int kp = kb0 + j;
     if (kp >= lo && kp <= hi) {
-        size_t off = kp >= m0.pos0 ? (size_t)(m0.base + kp - m0.pos0) * kvd : ((size_t)m0.stream * cap + kp % cap) * kvd;
-        bulk_copy_g2s(&rows[j][0], (kp >= m0.pos0 ? fresh : cache) + off + (size_t)kvh * D, D * 2, bar);
-    } else {
+        const bool is_fresh = kp >= m0.pos0;
+        if (!(part & (is_fresh ? LOAD_FRESH : LOAD_CACHE))) return;
+        size_t off = is_fresh ? (size_t)(m0.base + kp - m0.pos0) * kvd : ((size_t)m0.stream * cap + kp % cap) * kvd;
+        bulk_copy_g2s(&rows[j][0], (is_fresh ? fresh : cache) + off + (size_t)kvh * D, D * 2, bar);
+    } else if (part & LOAD_CACHE) {
         for (int c = 0; c < D; c += 8) *(uint4 *)&rows[j][c] = make_uint4(0, 0, 0, 0);
     }
 }
@@ -129,13 +141,15 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     const uint16_t *__restrict__ cache_k, const uint16_t *__restrict__ cache_v, const struct kern_row *__restrict__ meta,
     const struct kern_tile *__restrict__ tiles, const int *__restrict__ n_tiles, int n_heads, int n_kv, int cap,
     int is_full, int window, int mask_all, float *__restrict__ part_acc, float *__restrict__ part_ml,
-    uint16_t *__restrict__ out)
+    uint16_t *__restrict__ out, int early)
 {
     kern_dep_launch();
     // a graph's grid covers every tile its rows could form; blocks past the pass's own return before waiting
-    // (n_tiles is copied in before the pass's first kernel, and no kernel writes it)
+    // (n_tiles, like the tiles and the row table, is copied in before the pass's first kernel, and no kernel
+    // writes it). With early loads (kernels.h) the tile's facts and key range are read before the wait too,
+    // while q|k|v's preparation finishes; only the queries, the new keys and the caches wait for it.
     if ((int)blockIdx.x >= *n_tiles) return;
-    kern_dep_wait();
+    if (!early) kern_dep_wait();
     typedef attn_shape<D, W> S;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     uint16_t(*qs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw);
@@ -175,17 +189,6 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
         }
         if (lane == 0) range_lo = lo, range_hi = hi;
     }
-    // queries of the block's slots: slot s = (row s / G of the tile, head kvh * G + s % G)
-    for (int i = threadIdx.x; i < S::NSLOT * (D / 8); i += blockDim.x) {
-        int s = i / (D / 8), c = (i % (D / 8)) * 8;
-        bool ok = s < n_slots;
-        const uint16_t *src = q + ((size_t)(tile.row0 + (ok ? s / G : 0)) * n_heads + kvh * G + (ok ? s % G : 0)) * D + c;
-        cp_async16(&qs[s][c], src, ok);
-    }
-    cp_async_commit();
-    __syncthreads();
-    const int lo = range_lo, hi = range_hi;
-
     // the two slots this thread holds scores for: rows g and g + 8 of its warp's 16
     struct slot_info sl[2];
 #pragma unroll
@@ -196,17 +199,44 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
         sl[h].pos = mr.pos;
         sl[h].block = mr.block;
     }
-
     // This CTA's partials are blockIdx.z, + WZ, ... (WZ = gridDim.z, the host's choice); each runs exactly as
     // if alone. The (partial, block) pairs form one sequence, and the next pair's keys load while this pair's
     // weights and products run, its values while the scores run (one load in flight per buffer; kpar and vpar
     // are the parities of the buffers' next phases), across partial boundaries too. A partial with no visible
-    // block is written empty.
+    // block is written empty. first_pair: the sequence's first pair to load (lw = NP: none).
+    auto first_of = [&](int b_first, int w) { return b_first + ((w - b_first % NP) % NP + NP) % NP; };
+    auto first_pair = [&](int lo, int hi, int *lw, int *lb) {
+        *lw = blockIdx.z, *lb = first_of(lo / KB, *lw);
+        while (*lw < NP && *lb > hi / KB) *lw += WZ, *lb = first_of(lo / KB, *lw);
+    };
+    if (early) { // the first pair's cached rows before the wait, its new rows after it
+        int lw, lb;
+        __syncthreads(); // the range and the barriers
+        first_pair(range_lo, range_hi, &lw, &lb);
+        if (lw < NP) {
+            load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], LOAD_CACHE);
+            load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], LOAD_CACHE);
+        }
+        kern_dep_wait();
+        if (lw < NP) {
+            load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], LOAD_FRESH);
+            load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], LOAD_FRESH);
+        }
+    }
+    // queries of the block's slots: slot s = (row s / G of the tile, head kvh * G + s % G)
+    for (int i = threadIdx.x; i < S::NSLOT * (D / 8); i += blockDim.x) {
+        int s = i / (D / 8), c = (i % (D / 8)) * 8;
+        bool ok = s < n_slots;
+        const uint16_t *src = q + ((size_t)(tile.row0 + (ok ? s / G : 0)) * n_heads + kvh * G + (ok ? s % G : 0)) * D + c;
+        cp_async16(&qs[s][c], src, ok);
+    }
+    cp_async_commit();
+    __syncthreads();
+    const int lo = range_lo, hi = range_hi;
     const int b_first = lo / KB, b_last = hi / KB;
-    auto first_of = [&](int w) { return b_first + ((w - b_first % NP) % NP + NP) % NP; };
-    int lw = blockIdx.z, lb = first_of(lw); // the next pair to load
-    while (lw < NP && lb > b_last) lw += WZ, lb = first_of(lw);
-    if (lw < NP) {
+    int lw, lb; // the next pair to load
+    first_pair(lo, hi, &lw, &lb);
+    if (!early && lw < NP) {
         load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[0]);
         load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[1]);
     }
@@ -221,11 +251,11 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
         float o[S::DP / 8][4];
 #pragma unroll
         for (int j = 0; j < S::DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
-        for (int b = first_of(w); b <= b_last; b += NP) {
+        for (int b = first_of(b_first, w); b <= b_last; b += NP) {
             const int kb0 = b * KB;
             // (w, b) is the pair loaded last; the next one: b + NP in this partial, else the next partial's first
             lb += NP;
-            while (lw < NP && lb > b_last) lw += WZ, lb = first_of(lw);
+            while (lw < NP && lb > b_last) lw += WZ, lb = first_of(b_first, lw);
             const bool more = lw < NP;
             mbar_wait(&bars[0], kpar);
             kpar ^= 1;
@@ -430,8 +460,8 @@ __device__ __forceinline__ float load_now(const float *p)
 }
 
 // The same fold with early loads (kernels.h), one thread per output dimension (blockDim.x == D): each thread
-// asks for its row's new key and value piece, the NP (max, sum) pairs and its NP outputs before it uses any
-// of them, where the kernel above waits a memory round trip for the store's position, then one for each
+// reads its row's facts before the wait for the attention, then asks for its new key and value piece, the NP
+// (max, sum) pairs and its NP outputs before it uses any of them, where the kernel above waits a memory round trip for the store's position, then one for each
 // partial's pair (each fold_scales branches on the last) and one for each output. Outputs of a partial that
 // saw no key are loaded (stale scratch, never written by this pass) but never added, as above. The fold is
 // the one above, term for term: the same bits.
@@ -440,7 +470,6 @@ __global__ void attention_merge_early_kernel(const float *__restrict__ part_acc,
                                              struct kern_kv_new kv)
 {
     kern_dep_launch();
-    kern_dep_wait();
     const size_t idx = (size_t)blockIdx.x * n_heads + blockIdx.y;
     const int i = threadIdx.x;
     const float2 *ml = reinterpret_cast<const float2 *>(part_ml) + idx * NP;
@@ -448,7 +477,9 @@ __global__ void attention_merge_early_kernel(const float *__restrict__ part_acc,
     struct kv_piece piece;
     float2 pml[NP];
     float pacc[NP];
-    kv_piece_load(kv, blockIdx.x, store ? (int)(blockIdx.y * blockDim.x + threadIdx.x) : -1, &piece);
+    kv_piece_row(kv, blockIdx.x, store ? (int)(blockIdx.y * blockDim.x + threadIdx.x) : -1, &piece);
+    kern_dep_wait();
+    kv_piece_load(kv, blockIdx.x, &piece);
 #pragma unroll
     for (int w = 0; w < NP; w++) pml[w] = ml[w];
 #pragma unroll
@@ -519,7 +550,8 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
         configured = true;
     }
     kern_launch(attention_kernel<D, W>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new, cache_k,
-                cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml, out);
+                cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml, out,
+                kern_early_loads());
     KERN_LAUNCHED();
 }
 

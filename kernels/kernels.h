@@ -29,12 +29,15 @@ struct kern_row {
 };
 
 /* ---- run-time switches (knobs.cu) ----------------------------------------------------------------------
- * Early loads: the small kernels a decode step waits on (the attention merge, kern_qkv_prep,
- * kern_residual_norm_add) issue every load a thread needs (partials, norm weights, positions, frequencies,
- * the new key and value) before the first use, instead of a memory round trip after each reduction or
- * branch. The same arithmetic in the same order: the same bits. Off unless G4_CUDA_EARLY_LOADS=1 until a GPU
- * run shows it faster; kern_set_early_loads overrides the environment (tests: on and off must agree). Set it
- * before a pass is captured in a graph: a graph keeps the kernels it was captured with. */
+ * Early loads: the kernels a decode step waits on between its products (attention, its merge,
+ * kern_qkv_prep, kern_residual_norm_add) issue every load a thread needs (partials, norm weights, positions,
+ * frequencies, the new key and value) before the first use, instead of a memory round trip after each
+ * reduction or branch; and what no kernel of the pass writes before them (the row table and tiles, norm
+ * weights, frequencies, the attention's cached keys and values) they ask for before kern_dep_wait, while
+ * the previous kernel finishes. The same arithmetic in the same order: the same bits. Off unless
+ * G4_CUDA_EARLY_LOADS=1 until a GPU run shows it faster; kern_set_early_loads overrides the environment
+ * (tests: on and off must agree). Set it before a pass is captured in a graph: a graph keeps the kernels it
+ * was captured with. */
 int kern_early_loads(void);
 void kern_set_early_loads(int on);
 

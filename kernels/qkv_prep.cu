@@ -15,7 +15,7 @@ __global__ void qkv_prep_kernel(const float *__restrict__ qkv, int ld, int k_off
                                 uint16_t *__restrict__ v_out, int early)
 {
     kern_dep_launch();
-    kern_dep_wait();
+    if (!early) kern_dep_wait();
     __shared__ float buf[MAX_D];
     int r = blockIdx.x, h = blockIdx.y, lane = threadIdx.x, kind, head;
     const float *src, *w, *row = qkv + (size_t)r * ld;
@@ -30,24 +30,29 @@ __global__ void qkv_prep_kernel(const float *__restrict__ qkv, int ld, int k_off
         kind = 2, head = h - n_heads - n_kv, src = row + v_off + (size_t)head * D, w = NULL;
         dst = v_out + ((size_t)r * n_kv + head) * D;
     }
-    // early loads (kernels.h): the norm weights, the position and the frequencies come with the head's values
-    // (rotations: this lane's pairs i = lane + 32 j), rather than after the sum and after the barrier
+    // early loads (kernels.h): the norm weights, the position and the frequencies (this lane's rotation pairs
+    // i = lane + 32 j) are the pass's constants (no kernel writes them), so they are asked for before the
+    // wait for the product, rather than after the sum and after the barrier
     float4 wpre[MAX_D / 128];
     float fpre[MAX_D / 64], pos_pre = 0.0f;
-    if (early && kind != 2) {
-        pos_pre = (float)meta[r].pos;
+    if (early) {
+        if (kind != 2) {
+            pos_pre = (float)meta[r].pos;
 #pragma unroll
-        for (int j = 0; j < MAX_D / 64; j++)
-            if (lane + 32 * j < D / 2) fpre[j] = inv_freq[lane + 32 * j];
+            for (int j = 0; j < MAX_D / 64; j++)
+                if (lane + 32 * j < D / 2) fpre[j] = inv_freq[lane + 32 * j];
+        }
+        if (w && D % 128 == 0)
+#pragma unroll
+            for (int j = 0; j < MAX_D / 128; j++)
+                if (lane + 32 * j < D / 4) wpre[j] = reinterpret_cast<const float4 *>(w)[lane + 32 * j];
+        kern_dep_wait();
     }
     if (D % 128 == 0) { // float4 pieces, all loads of the head at once (D <= MAX_D: at most 4 per lane)
         float4 v[MAX_D / 128];
 #pragma unroll
         for (int j = 0; j < MAX_D / 128; j++)
-            if (lane + 32 * j < D / 4) {
-                v[j] = reinterpret_cast<const float4 *>(src)[lane + 32 * j];
-                if (early && w) wpre[j] = reinterpret_cast<const float4 *>(w)[lane + 32 * j];
-            }
+            if (lane + 32 * j < D / 4) v[j] = reinterpret_cast<const float4 *>(src)[lane + 32 * j];
 #pragma unroll
         for (int j = 0; j < MAX_D / 128; j++)
             if (lane + 32 * j < D / 4) ss += v[j].x * v[j].x + v[j].y * v[j].y + v[j].z * v[j].z + v[j].w * v[j].w;

@@ -102,23 +102,30 @@ __global__ void __launch_bounds__(THREADS) residual_norm_add_kernel(float *__res
                                                                     uint16_t *__restrict__ xn16, int n, int early)
 {
     kern_dep_launch();
-    kern_dep_wait();
+    if (!early || !vec_ok(n)) kern_dep_wait();
     __shared__ float scratch[32];
     const float *tr = t + (size_t)blockIdx.x * n;
     float *xr = x + (size_t)blockIdx.x * n;
     if (vec_ok(n)) {
-        // early loads (kernels.h): both norms' weights come with the row, not after each block sum
+        // early loads (kernels.h): both norms' weights (the pass's constants) are asked for before the wait
+        // for the product, not after each block sum
         float4 tv[VEC_MAX], xv[VEC_MAX], wv[VEC_MAX], wn[VEC_MAX];
         int nv = n / 4;
+        if (early) {
+#pragma unroll
+            for (int j = 0; j < VEC_MAX; j++) {
+                int q = threadIdx.x + j * THREADS;
+                if (q >= nv) break;
+                wv[j] = ld4(w, q);
+                if (w_next) wn[j] = ld4(w_next, q);
+            }
+            kern_dep_wait();
+        }
 #pragma unroll
         for (int j = 0; j < VEC_MAX; j++) {
             int q = threadIdx.x + j * THREADS;
             tv[j] = q < nv ? ld4(tr, q) : make_float4(0, 0, 0, 0);
             xv[j] = q < nv ? ld4(xr, q) : make_float4(0, 0, 0, 0);
-            if (early && q < nv) {
-                wv[j] = ld4(w, q);
-                if (w_next) wn[j] = ld4(w_next, q);
-            }
         }
         float scale = rms_scale(tv, nv, n, eps, scratch);
 #pragma unroll
