@@ -10,10 +10,13 @@
 #   sh tests/gpu/pending.sh time [OUT_DIR]
 #       speed: bench_cuda_products (every variant's column), bench_cuda_attention without and with early
 #       loads, then tests/gpu/ab.sh for each setting (the whole g4 bench, defaults then the setting).
-# Full logs go to OUT_DIR (default /tmp/g4-pending); a summary comes last.
+# A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
+# without cuobjdump) go to one archive, OUT_DIR/pending-check.tgz or pending-time.tgz (default OUT_DIR: /tmp),
+# since the device tool brings back few files.
 set -u
 what=${1:-}
-out=${2:-/tmp/g4-pending}
+dest=${2:-/tmp}
+out=/tmp/g4-pending-$what
 b=${G4_BUILD:-build}
 here=$(dirname "$0")
 mkdir -p "$out"
@@ -38,14 +41,17 @@ check)
     step wgmma 300 "$b/tests/test_cuda_wgmma"
     step run_defaults 420 sh "$here/run.sh" "$out/defaults"
     step run_settings 420 env $settings G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/settings"
+    command -v cuobjdump >/dev/null 2>&1 && cuobjdump -sass "$b/g4" >"$out/g4.sass" 2>&1
     ;;
 time)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     step products 240 "$b/bench/bench_cuda_products"
     step attention 120 "$b/bench/bench_cuda_attention"
     step attention_early 120 env G4_CUDA_EARLY_LOADS=1 "$b/bench/bench_cuda_attention"
-    for s in $settings; do
+    for s in $settings; do # A (defaults) then B (the setting): one stream, 16 streams, a window of 16, first token
         step "ab_${s%%=*}" 240 sh "$here/ab.sh" "$s"
+        note "$(grep -E '^== |^\| 1 row \| (1|16) \| 1024 |^\| 1 stream, context 1024 \| 16 |first token, 1000-token prompt:' \
+            "$out/ab_${s%%=*}.log")"
     done
     ;;
 *)
@@ -53,5 +59,7 @@ time)
     exit 2
     ;;
 esac
+echo "$summary" >"$out/summary.txt"
+tar czf "$dest/pending-$what.tgz" -C "$out" .
 echo
-echo "== summary ($what; logs in $out)$summary"
+echo "== summary ($what; logs in $dest/pending-$what.tgz)$summary"
