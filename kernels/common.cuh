@@ -30,6 +30,12 @@
 // attribute off (then both instructions are no-ops).
 __device__ __forceinline__ void kern_dep_wait() { asm volatile("griddepcontrol.wait;\n" ::: "memory"); }
 __device__ __forceinline__ void kern_dep_launch() { asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory"); }
+// A barrier of some of a CTA's warps (threads, a multiple of 32; id 1..15: 0 is __syncthreads's), e.g. the
+// consumer warps of a kernel whose producer warp has gone on.
+__device__ __forceinline__ void named_barrier(int id, int threads)
+{
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 
 static inline int kern_pdl_enabled(void)
 {

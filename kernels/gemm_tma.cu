@@ -142,6 +142,17 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
         // SEQ: the total is already the segments' sum from 0.0f (never -0.0f), so the one-segment epilogue's
         // (0.0f + total) + bias is total + bias, as the rule has it
         int g = lane >> 2, t = lane & 3, rbase = m0 + wg * 64 + (warp & 3) * 16 + g;
+        if (H && (S::SEQ || nseg == 1)) { // h of one segment: through the idle stages (gemm_wgmma.cu's epilogue)
+            static_assert(SEG_HS_BYTES(TM_BM, S::BN) <= S::STAGES * S::STAGE, "h tile in the stages");
+            const int consumers = 32 * TM_CONSUMER_WARPS;
+            uint16_t *hs = (uint16_t *)sm;
+            named_barrier(1, consumers); // every consumer's last wgmma has read its stage; every copy has landed
+            if constexpr (S::SEQ) seg_geglu_stage<S::BN>(hs, bias, N, n0, rbase - m0, t, total);
+            else seg_geglu_stage<S::BN>(hs, bias, N, n0, rbase - m0, t, acc);
+            named_barrier(1, consumers);
+            seg_geglu_flush<TM_BM, S::BN>(H, hs, M, N, m0, n0, threadIdx.x, consumers);
+            return;
+        }
 #pragma unroll
         for (int j = 0; j < S::BN / 8; j++)
 #pragma unroll

@@ -174,6 +174,16 @@ __global__ void __launch_bounds__(WG_THREADS, 1) gemm_wgmma_kernel(const uint16_
     // SEQ: the total is already the segments' sum from 0.0f (never -0.0f), so the one-segment epilogue's
     // (0.0f + total) + bias is total + bias, as the rule has it
     int g = lane >> 2, t = lane & 3, rbase = m0 + wg * 64 + (warp & 3) * 16 + g;
+    if (H && (SEQ || nseg == 1)) { // h of one segment: through the idle stage memory, whole rows out
+        static_assert(SEG_HS_BYTES(WG_BM, BN) <= WG_STAGES(VARIANT) * WG_STAGE_BYTES(BN), "h tile in the stages");
+        uint16_t *hs = (uint16_t *)sm;
+        __syncthreads(); // both warpgroups' last wgmma have read their stages
+        if constexpr (SEQ) seg_geglu_stage<BN>(hs, bias, N, n0, rbase - m0, t, total);
+        else seg_geglu_stage<BN>(hs, bias, N, n0, rbase - m0, t, acc);
+        __syncthreads();
+        seg_geglu_flush<WG_BM, BN>(H, hs, M, N, m0, n0, threadIdx.x, WG_THREADS);
+        return;
+    }
 #pragma unroll
     for (int j = 0; j < BN / 8; j++)
 #pragma unroll

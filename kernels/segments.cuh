@@ -41,6 +41,19 @@ __device__ __forceinline__ float geglu1(float x, float up)
     return __fmul_rn(__fdividef(x, __fadd_rn(1.0f, e)), up);
 }
 
+// One lane's h value from its two finished chains of one segment (columns c, c + 1 of a row): (0.0f + chain)
+// + bias, then paired with lane t ^ 1 (the pairing above) through GeGLU. Every lane of the warp must call it.
+__device__ __forceinline__ float seg_geglu_lane(const float *bias, int N, int c, float a0, float a1)
+{
+    float v[2] = {a0, a1};
+#pragma unroll
+    for (int e = 0; e < 2; e++) v[e] = (0.0f + v[e]) + (bias && c + e < N ? bias[c + e] : 0.0f);
+    bool odd = (c & 2) != 0; // this lane holds the up columns c, c + 1 of gate columns c - 2, c - 1
+    float got = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[1], 1);
+    float gate = odd ? got : v[0], up = odd ? v[1] : got;
+    return geglu1(gate, up);
+}
+
 // This thread's two adjacent outputs (row r, columns c and c + 1; c even) of segment seg: the finished
 // values when nseg == 1, else the segment's chains into partial (nseg slices of M x N). Rows past M and
 // columns past N are not written. With H (gate|up products, N % 4 == 0) the finished values go through
@@ -49,17 +62,15 @@ __device__ __forceinline__ float geglu1(float x, float up)
 __device__ __forceinline__ void seg_store2(float *Y, uint16_t *H, float *partial, const float *bias, int M, int N,
                                            int nseg, int seg, int r, int c, float a0, float a1)
 {
+    if (H && nseg == 1) {
+        float hv = seg_geglu_lane(bias, N, c, a0, a1);
+        if (r < M && c < N) H[(size_t)r * (N / 2) + c / 2] = f32_to_bf16_bits(hv);
+        return;
+    }
     float v[2] = {a0, a1};
     if (nseg == 1)
 #pragma unroll
         for (int e = 0; e < 2; e++) v[e] = (0.0f + v[e]) + (bias && c + e < N ? bias[c + e] : 0.0f);
-    if (H && nseg == 1) {
-        bool odd = (c & 2) != 0; // this lane holds the up columns c, c + 1 of gate columns c - 2, c - 1
-        float got = __shfl_xor_sync(0xffffffffu, odd ? v[0] : v[1], 1);
-        float gate = odd ? got : v[0], up = odd ? v[1] : got;
-        if (r < M && c < N) H[(size_t)r * (N / 2) + c / 2] = f32_to_bf16_bits(geglu1(gate, up));
-        return;
-    }
     if (r >= M) return;
     float *dst = (nseg == 1 ? Y : partial + (size_t)seg * M * N) + (size_t)r * N + c;
     if (c + 1 < N && (N % 2) == 0) *(float2 *)dst = make_float2(v[0], v[1]);
@@ -109,5 +120,46 @@ __device__ __forceinline__ void seg_finish(float *Y, uint16_t *H, const float *p
         int r = m0 + i / cols, c = n0 + i % cols;
         if (r >= M || c >= N) continue;
         Y[(size_t)r * N + c] = seg_total(partial, bias, M, N, nseg, r, c);
+    }
+}
+
+// h of a prompt product's whole CTA tile of one segment, through shared memory. seg_store2 writes h one 2-byte
+// element per lane, so each warp store touches 8 rows at 8 bytes each; the fused prompt product was 3.5 %
+// slower than writing fp32 y and running a GeGLU kernel (docs/perf.md, version 7). Here each lane's value
+// (seg_geglu_lane, the same bits) goes to a shared copy of the tile (stage), then the CTA writes whole
+// 16-byte pieces of rows (flush). The caller puts a barrier of every consumer thread before stage (the
+// stages' last reads) and between the two. Layout of the m64nBN accumulators: this thread's rows rloc and
+// rloc + 8 of the tile, columns 8 j + 2 t and + 1 in v[4 j + 2 h], [4 j + 2 h + 1] (h: the row + 8).
+#define SEG_HS_STRIDE(bn) ((bn) / 2 + 8) // h per shared row: 16 bytes of padding put rows g = 0..7 on other banks
+#define SEG_HS_BYTES(bm, bn) ((bm) * SEG_HS_STRIDE(bn) * 2)
+
+template <int BN>
+__device__ __forceinline__ void seg_geglu_stage(uint16_t *hs, const float *bias, int N, int n0, int rloc, int t,
+                                                const float *v)
+{
+#pragma unroll
+    for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+        for (int h = 0; h < 2; h++) {
+            float x = seg_geglu_lane(bias, N, n0 + 8 * j + 2 * t, v[4 * j + 2 * h], v[4 * j + 2 * h + 1]);
+            hs[(rloc + 8 * h) * SEG_HS_STRIDE(BN) + 4 * j + t] = f32_to_bf16_bits(x);
+        }
+}
+
+template <int BM, int BN>
+__device__ __forceinline__ void seg_geglu_flush(uint16_t *H, const uint16_t *hs, int M, int N, int m0, int n0,
+                                                int tid, int nthreads)
+{
+    constexpr int PIECES = BN / 16; // 16-byte pieces per tile row of h
+    const int hn = N / 2, h0 = n0 / 2;
+    const bool whole = hn % 8 == 0 && ((uintptr_t)H & 15) == 0;
+    for (int p = tid; p < BM * PIECES; p += nthreads) {
+        int rl = p / PIECES, hc = h0 + (p % PIECES) * 8, r = m0 + rl;
+        if (r >= M || hc >= hn) continue;
+        const uint16_t *src = hs + rl * SEG_HS_STRIDE(BN) + (p % PIECES) * 8;
+        uint16_t *dst = H + (size_t)r * hn + hc;
+        if (whole && hc + 8 <= hn) *(uint4 *)dst = *(const uint4 *)src;
+        else
+            for (int e = 0; e < 8 && hc + e < hn; e++) dst[e] = src[e];
     }
 }

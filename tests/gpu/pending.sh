@@ -9,7 +9,7 @@
 #       and memcheck again with every opt-in setting on at once.
 #   sh tests/gpu/pending.sh time [OUT_DIR]
 #       speed: bench_cuda_products (every variant's column), bench_cuda_attention without and with early
-#       loads, then tests/gpu/ab.sh for each setting (the whole g4 bench, defaults then the setting).
+#       loads, then the whole g4 bench with the defaults and with each setting.
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
 # without cuobjdump) go to one archive, OUT_DIR/pending-check.tgz or pending-time.tgz (default OUT_DIR: /tmp),
 # since the device tool brings back few files.
@@ -21,7 +21,7 @@ b=${G4_BUILD:-build}
 here=$(dirname "$0")
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/.devlibs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-settings="G4_CUDA_WGMMA=tma G4_CUDA_SKINNY_VARIANT=tma G4_CUDA_EARLY_LOADS=1"
+settings="G4_CUDA_WGMMA=tma G4_CUDA_SKINNY_VARIANT=tma G4_CUDA_EARLY_LOADS=1 G4_CUDA_GEGLU_FUSED=1"
 summary=""
 note() { summary="$summary
 $1"; echo "$1"; }
@@ -48,10 +48,13 @@ time)
     step products 240 "$b/bench/bench_cuda_products"
     step attention 120 "$b/bench/bench_cuda_attention"
     step attention_early 120 env G4_CUDA_EARLY_LOADS=1 "$b/bench/bench_cuda_attention"
-    for s in $settings; do # A (defaults) then B (the setting): one stream, 16 streams, a window of 16, first token
-        step "ab_${s%%=*}" 240 sh "$here/ab.sh" "$s"
-        note "$(grep -E '^== |^\| 1 row \| (1|16) \| 1024 |^\| 1 stream, context 1024 \| 16 |first token, 1000-token prompt:' \
-            "$out/ab_${s%%=*}.log")"
+    # the whole g4 bench once with the defaults, then once per setting (not ab.sh, which would rerun the
+    # defaults each time); one stream, 16 streams, a window of 16 and the first token into the summary
+    bench="--model /dev/shm/g4-12b --shape 12b --max-prefill 8192 --max-streams 16"
+    for s in G4_DEFAULTS=1 $settings; do
+        step "bench_${s%%=*}" 240 env "$s" "$b/g4" bench $bench
+        note "$(grep -E '^\| 1 row \| (1|16) \| 1024 |^\| 1 stream, context 1024 \| 16 |first token, 1000-token prompt|^\| (512|2048|8192) \|' \
+            "$out/bench_${s%%=*}.log")"
     done
     ;;
 *)

@@ -171,10 +171,11 @@ static void check_shape(const struct gemm_shape *sh)
 }
 
 /* ---- the gate|up product's GeGLU epilogue (h, kernels.h) ------------------------------------------------- */
-/* gate|up products: the 12B's (one segment), the wide test model's (two: the completing CTA's GeGLU) and the
- * tiny fixtures' (K = 96: segments not whole wgmma stages, the mma.sync kernel). */
+/* gate|up products: the 12B's (one segment), the wide test model's (two: the completing CTA's GeGLU), one whose
+ * h rows are not whole 16-byte pieces and whose last tile is partly past N (the shared-memory epilogue's
+ * element-wise tail) and the tiny fixtures' (K = 96: segments not whole wgmma stages, the mma.sync kernel). */
 static const struct gemm_shape GEGLU_SHAPES[] = {{"12B gate|up", 30720, 3840}, {"wide gate|up", 8192, 1024},
-                                                 {"tiny gate|up", 384, 96}};
+                                                 {"ragged gate|up", 4100, 512}, {"tiny gate|up", 384, 96}};
 
 static double geglu_double(double g, double u)
 {
