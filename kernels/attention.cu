@@ -149,7 +149,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     // writes it). With early loads (kernels.h) the tile's facts and key range are read before the wait too,
     // while q|k|v's preparation finishes; only the queries, the new keys and the caches wait for it.
     if ((int)blockIdx.x >= *n_tiles) return;
-    if (!early) kern_dep_wait();
+    if (early != 1) kern_dep_wait(); // 2: the early order with everything after the wait (a diagnostic)
     typedef attn_shape<D, W> S;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     uint16_t(*qs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw);
@@ -217,7 +217,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
             load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], LOAD_CACHE);
             load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], LOAD_CACHE);
         }
-        kern_dep_wait();
+        if (early == 1) kern_dep_wait();
         if (lw < NP) {
             load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], LOAD_FRESH);
             load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], LOAD_FRESH);
@@ -551,7 +551,7 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
     }
     kern_launch(attention_kernel<D, W>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new, cache_k,
                 cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml, out,
-                kern_early_loads());
+                kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0);
     KERN_LAUNCHED();
 }
 
@@ -607,7 +607,7 @@ extern "C" void kern_attention_merge(const float *part_acc, const float *part_ml
 {
     struct kern_kv_new none = {NULL, NULL, NULL, 0, 0, NULL, NULL};
     if (rows == 0) return;
-    if (kern_early_loads()) { // one thread per dimension (D <= 512); one 16-byte key piece each covers a row
+    if (kern_early_loads(KERN_EARLY_MERGE)) { // one thread per dimension (D <= 512); one 16-byte key piece each covers a row
         if (D > 1024 || (kv && (kv->kvd % 8 || n_heads * D < kv->kvd / 8))) {
             fprintf(stderr, "g4: fatal: kern_attention_merge: early loads for head dim %d, kv dim %d\n", D,
                     kv ? kv->kvd : 0);

@@ -38,7 +38,9 @@ struct kern_row {
  * G4_CUDA_EARLY_LOADS=1 until a GPU run shows it faster; kern_set_early_loads overrides the environment
  * (tests: on and off must agree). Set it before a pass is captured in a graph: a graph keeps the kernels it
  * was captured with. */
-int kern_early_loads(void);
+enum { KERN_EARLY_ATTENTION = 1, KERN_EARLY_QKV_PREP = 2, KERN_EARLY_RESIDUAL = 4, KERN_EARLY_MERGE = 8, KERN_EARLY_ALL = 15,
+       KERN_EARLY_ATTN_AFTER_WAIT = 16 /* diagnostic: attention's early order, all after the wait */ };
+int kern_early_loads(int part);
 void kern_set_early_loads(int on);
 
 /* ---- matrix products ------------------------------------------------------------------------------------

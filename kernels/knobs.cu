@@ -7,13 +7,26 @@
 // G4_CUDA_EARLY_LOADS=1 (kernels.h): read once, then kern_set_early_loads overrides it.
 static int early_loads = -1;
 
-extern "C" int kern_early_loads(void)
+// G4_CUDA_EARLY_PARTS (a diagnostic): which kernels take them when on, a mask of KERN_EARLY_* (default all).
+static int early_parts = -1;
+
+static void early_loads_read_env(void)
 {
     if (early_loads < 0) {
-        const char *v = getenv("G4_CUDA_EARLY_LOADS");
+        const char *v = getenv("G4_CUDA_EARLY_LOADS"), *m = getenv("G4_CUDA_EARLY_PARTS");
         early_loads = v && v[0] == '1';
+        early_parts = m ? atoi(m) : KERN_EARLY_ALL;
     }
-    return early_loads;
 }
 
-extern "C" void kern_set_early_loads(int on) { early_loads = on != 0; }
+extern "C" int kern_early_loads(int part)
+{
+    early_loads_read_env();
+    return early_loads && (early_parts & part);
+}
+
+extern "C" void kern_set_early_loads(int on)
+{
+    early_loads_read_env();
+    early_loads = on != 0;
+}

@@ -104,6 +104,6 @@ extern "C" void kern_qkv_prep(const float *qkv, int ld, int k_off, int v_off, co
         abort();
     }
     kern_launch(qkv_prep_kernel, dim3(grid), dim3(32), 0, s, qkv, ld, k_off, v_off, q_norm, k_norm, inv_freq,
-                rows_meta, eps, n_heads, n_kv, D, q_out, k_out, v_out, kern_early_loads());
+                rows_meta, eps, n_heads, n_kv, D, q_out, k_out, v_out, kern_early_loads(KERN_EARLY_QKV_PREP));
     KERN_LAUNCHED();
 }

@@ -174,6 +174,6 @@ extern "C" void kern_residual_norm_add(float *x, const float *t, const float *w,
 {
     if (rows == 0) return;
     kern_launch(residual_norm_add_kernel, dim3(rows), dim3(THREADS), 0, s, x, t, w, eps, scalar, w_next, xn16, n,
-                kern_early_loads());
+                kern_early_loads(KERN_EARLY_RESIDUAL));
     KERN_LAUNCHED();
 }

@@ -8,8 +8,9 @@
 #       6 and 7 in test_cuda_kernels; early loads flipped in test_cuda_engine; memcheck), then the engine test
 #       and memcheck again with every opt-in setting on at once.
 #   sh tests/gpu/pending.sh time [OUT_DIR]
-#       speed: bench_cuda_products (every variant's column), bench_cuda_attention without and with early
-#       loads, then the whole g4 bench with the defaults and with each setting.
+#       speed: the whole g4 bench with the defaults and with each setting (bench_cuda_products, every
+#       variant's column, after the decode setting), bench_cuda_attention without and with early loads, and
+#       the engine test with early loads but without programmatic launch.
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
 # without cuobjdump) go to one archive, OUT_DIR/pending-check.tgz or pending-time.tgz (default OUT_DIR: /tmp),
 # since the device tool brings back few files.
@@ -25,10 +26,18 @@ settings="G4_CUDA_WGMMA=tma G4_CUDA_SKINNY_VARIANT=tma G4_CUDA_EARLY_LOADS=1 G4_
 summary=""
 note() { summary="$summary
 $1"; echo "$1"; }
+# G4_PENDING_SECONDS (default 560): the whole run's budget; a step gets at most what is left of it, and one
+# with under 20 s left is skipped (noted as such), so the summary and the archive always come back.
+until=$(($(date +%s) + ${G4_PENDING_SECONDS:-560}))
 step() { # name limit command...: runs it, keeps its log, notes its status
     name=$1 limit=$2
     shift 2
     start=$(date +%s)
+    [ $((until - start)) -lt "$limit" ] && limit=$((until - start))
+    if [ "$limit" -lt 20 ]; then
+        note "$name: skipped, the run's time is spent"
+        return
+    fi
     timeout "$limit" "$@" >"$out/$name.log" 2>&1
     rc=$?
     [ "$rc" -eq 124 ] && echo "TIMED OUT after $limit s" >>"$out/$name.log"
@@ -38,24 +47,27 @@ step() { # name limit command...: runs it, keeps its log, notes its status
 case $what in
 check)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-    step wgmma 300 "$b/tests/test_cuda_wgmma"
-    step run_defaults 420 sh "$here/run.sh" "$out/defaults"
-    step run_settings 420 env $settings G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/settings"
+    step wgmma 150 "$b/tests/test_cuda_wgmma"
+    step run_defaults 330 sh "$here/run.sh" "$out/defaults"
+    step run_settings 300 env $settings G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/settings"
     command -v cuobjdump >/dev/null 2>&1 && cuobjdump -sass "$b/g4" >"$out/g4.sass" 2>&1
     ;;
 time)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
-    step products 240 "$b/bench/bench_cuda_products"
-    step attention 120 "$b/bench/bench_cuda_attention"
-    step attention_early 120 env G4_CUDA_EARLY_LOADS=1 "$b/bench/bench_cuda_attention"
-    # the whole g4 bench once with the defaults, then once per setting (not ab.sh, which would rerun the
-    # defaults each time); one stream, 16 streams, a window of 16 and the first token into the summary
+    # the whole g4 bench with the defaults, then with the decode setting, the prompt settings together
+    # (commas join a setting's variables) and early loads; one stream, 16 streams, a window of 16, prefill
+    # and the first token into the summary
     bench="--model /dev/shm/g4-12b --shape 12b --max-prefill 8192 --max-streams 16"
-    for s in G4_DEFAULTS=1 $settings; do
-        step "bench_${s%%=*}" 240 env "$s" "$b/g4" bench $bench
+    for s in G4_DEFAULTS=1 G4_CUDA_SKINNY_VARIANT=tma G4_CUDA_WGMMA=tma,G4_CUDA_GEGLU_FUSED=1 G4_CUDA_EARLY_LOADS=1; do
+        step "bench_${s%%=*}" 200 env $(echo "$s" | tr , ' ') "$b/g4" bench $bench
         note "$(grep -E '^\| 1 row \| (1|16) \| 1024 |^\| 1 stream, context 1024 \| 16 |first token, 1000-token prompt|^\| (512|2048|8192) \|' \
             "$out/bench_${s%%=*}.log")"
+        [ "$s" = G4_CUDA_SKINNY_VARIANT=tma ] && step products 150 "$b/bench/bench_cuda_products"
     done
+    step attention 60 "$b/bench/bench_cuda_attention"
+    step attention_early 60 env G4_CUDA_EARLY_LOADS=1 "$b/bench/bench_cuda_attention"
+    # early loads without programmatic launch: bit-identical here but not with it means a pre-wait load races
+    step early_nopdl 150 env G4_CUDA_PDL=0 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/nopdl"
     ;;
 *)
     echo "usage: sh tests/gpu/pending.sh check|time [OUT_DIR]" >&2

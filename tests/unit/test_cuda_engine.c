@@ -337,7 +337,7 @@ static void check_prompt(const char *name, struct g4_model *m, const int32_t *id
     }
     {
         /* early loads (kernels.h) flipped from this run's setting: the same bits in prompt chunks and single rows */
-        int was = kern_early_loads();
+        int was = kern_early_loads(KERN_EARLY_ALL);
         float *chunk, *single;
         kern_set_early_loads(!was);
         chunk = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, ENGINE_CHUNK_ROWS);
