@@ -11,6 +11,9 @@
 #       speed: the whole g4 bench with the defaults and with each setting (bench_cuda_products, every
 #       variant's column, after the decode setting), bench_cuda_attention without and with early loads, and
 #       the engine test with early loads but without programmatic launch.
+#   sh tests/gpu/pending.sh quick [OUT_DIR]
+#       for a session that may get one device call: the product kernels' bits (test_cuda_kernels,
+#       test_cuda_wgmma), then time's steps with the engine test under every setting after the prompt bench.
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
 # without cuobjdump) go to one archive, OUT_DIR/pending-check.tgz or pending-time.tgz (default OUT_DIR: /tmp),
 # since the device tool brings back few files.
@@ -52,8 +55,12 @@ check)
     step run_settings 300 env $settings G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/settings"
     command -v cuobjdump >/dev/null 2>&1 && cuobjdump -sass "$b/g4" >"$out/g4.sass" 2>&1
     ;;
-time)
+time | quick)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+    if [ "$what" = quick ]; then # one call for both: the new kernels' bits first
+        step kernels 150 env G4_GPU_TESTS=kernels sh "$here/run.sh" "$out/kernels"
+        step wgmma 120 "$b/tests/test_cuda_wgmma"
+    fi
     # the whole g4 bench with the defaults, then with the decode setting, the prompt settings together
     # (commas join a setting's variables) and early loads; one stream, 16 streams, a window of 16, prefill
     # and the first token into the summary
@@ -63,6 +70,8 @@ time)
         note "$(grep -E '^\| 1 row \| (1|16) \| 1024 |^\| 1 stream, context 1024 \| 16 |first token, 1000-token prompt|^\| (512|2048|8192) \|' \
             "$out/bench_${s%%=*}.log")"
         [ "$s" = G4_CUDA_SKINNY_VARIANT=tma ] && step products 150 "$b/bench/bench_cuda_products"
+        [ "$what" = quick ] && [ "$s" = G4_CUDA_WGMMA=tma,G4_CUDA_GEGLU_FUSED=1 ] &&
+            step engine_settings 200 env $settings G4_GPU_TESTS=engine sh "$here/run.sh" "$out/settings"
     done
     step attention 60 "$b/bench/bench_cuda_attention"
     step attention_early 60 env G4_CUDA_EARLY_LOADS=1 "$b/bench/bench_cuda_attention"
@@ -70,7 +79,7 @@ time)
     step early_nopdl 150 env G4_CUDA_PDL=0 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/nopdl"
     ;;
 *)
-    echo "usage: sh tests/gpu/pending.sh check|time [OUT_DIR]" >&2
+    echo "usage: sh tests/gpu/pending.sh check|time|quick [OUT_DIR]" >&2
     exit 2
     ;;
 esac
