@@ -450,50 +450,6 @@ __global__ void attention_merge_kernel(const float *__restrict__ part_acc, const
     }
 }
 
-// A load the compiler may neither drop nor sink into the branch that uses it (it did sink partial 0's output
-// into fold_scales' branch, a round trip after the pairs').
-__device__ __forceinline__ float load_now(const float *p)
-{
-    float v;
-    asm volatile("ld.global.nc.f32 %0, [%1];\n" : "=f"(v) : "l"(p));
-    return v;
-}
-
-// The same fold with early loads (kernels.h), one thread per output dimension (blockDim.x == D): each thread
-// reads its row's facts before the wait for the attention, then asks for its new key and value piece, the NP
-// (max, sum) pairs and its NP outputs before it uses any of them, where the kernel above waits a memory round trip for the store's position, then one for each
-// partial's pair (each fold_scales branches on the last) and one for each output. Outputs of a partial that
-// saw no key are loaded (stale scratch, never written by this pass) but never added, as above. The fold is
-// the one above, term for term: the same bits.
-__global__ void attention_merge_early_kernel(const float *__restrict__ part_acc, const float *__restrict__ part_ml,
-                                             int n_heads, int D, uint16_t *__restrict__ out, int store,
-                                             struct kern_kv_new kv)
-{
-    kern_dep_launch();
-    const size_t idx = (size_t)blockIdx.x * n_heads + blockIdx.y;
-    const int i = threadIdx.x;
-    const float2 *ml = reinterpret_cast<const float2 *>(part_ml) + idx * NP;
-    const float *acc = part_acc + idx * NP * D + i;
-    struct kv_piece piece;
-    float2 pml[NP];
-    float pacc[NP];
-    kv_piece_row(kv, blockIdx.x, store ? (int)(blockIdx.y * blockDim.x + threadIdx.x) : -1, &piece);
-    kern_dep_wait();
-    kv_piece_load(kv, blockIdx.x, &piece);
-#pragma unroll
-    for (int w = 0; w < NP; w++) pml[w] = ml[w];
-#pragma unroll
-    for (int w = 0; w < NP; w++) pacc[w] = load_now(acc + (size_t)w * D);
-    float m = -INFINITY, l = 0.0f, a = 0.0f;
-#pragma unroll
-    for (int w = 0; w < NP; w++) {
-        float fa, fb;
-        if (fold_scales(&m, &l, pml[w].x, pml[w].y, &fa, &fb)) a = fold_add(a, fa, pacc[w], fb);
-    }
-    out[idx * D + i] = f32_to_bf16_bits(a / l);
-    kv_piece_store(kv, piece);
-}
-
 // How many CTAs share a (tile, kv head)'s NP partials: all NP (one partial each) when tiles are few (decode),
 // fewer when there are many, so that each CTA loads its queries once and streams many key blocks, down to
 // one, which folds its partials itself and leaves no scratch to merge. The grid keeps `per_sm` or more CTAs
@@ -607,17 +563,7 @@ extern "C" void kern_attention_merge(const float *part_acc, const float *part_ml
 {
     struct kern_kv_new none = {NULL, NULL, NULL, 0, 0, NULL, NULL};
     if (rows == 0) return;
-    if (kern_early_loads(KERN_EARLY_MERGE)) { // one thread per dimension (D <= 512); one 16-byte key piece each covers a row
-        if (D > 1024 || (kv && (kv->kvd % 8 || n_heads * D < kv->kvd / 8))) {
-            fprintf(stderr, "g4: fatal: kern_attention_merge: early loads for head dim %d, kv dim %d\n", D,
-                    kv ? kv->kvd : 0);
-            abort();
-        }
-        kern_launch(attention_merge_early_kernel, dim3(rows, n_heads), dim3(D), 0, s, part_acc, part_ml, n_heads, D,
-                    out, kv ? 1 : 0, kv ? *kv : none);
-    } else {
-        kern_launch(attention_merge_kernel, dim3(rows, n_heads), dim3(128), 0, s, part_acc, part_ml, n_heads, D, out,
-                    kv ? 1 : 0, kv ? *kv : none);
-    }
+    kern_launch(attention_merge_kernel, dim3(rows, n_heads), dim3(128), 0, s, part_acc, part_ml, n_heads, D, out,
+                kv ? 1 : 0, kv ? *kv : none);
     KERN_LAUNCHED();
 }

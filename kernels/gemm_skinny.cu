@@ -5,10 +5,12 @@
 // shared rows, feeding the tensor cores by ldmatrix. Rows past M are zeros written once, never loaded; up to
 // 8 rows the slim shapes give the activations 8 shared rows a stage and the mma's rows 8..15 are zero registers.
 //
-// The block shape is chosen by M (skinny_variant): every shape runs each output column's chain the same way
-// (chunks of 16 in increasing order within its segment), so the choice changes speed, never bits. One row
-// streams best from 4-warp blocks of 4 stages; from 2 rows up 8-warp blocks (64 columns) halve the re-reads
-// of the activations.
+// The cp.async block shapes are chosen by M (skinny_variant, variant 0): every shape runs each output column's
+// chain the same way (chunks of 16 in increasing order within its segment), so the choice changes speed,
+// never bits. One row streams best from 4-warp blocks of 4 stages; from 2 rows up 8-warp blocks (64 columns)
+// halve the re-reads of the activations. Since version 11 the engine's default is the tensor-copy kernel
+// (gemm_skinny_tma.cu, variant 6), faster at nearly every shape and row count (kern_gemm_skinny below); these
+// shapes stay as variants 0..5, for comparison on each new GPU.
 //
 // Products cut into segments (small N) write each segment's tile to a scratch array; the block that
 // completes a tile (an arrival counter per tile) adds the segments in segment order to 0.0f, adds the bias
@@ -242,18 +244,23 @@ static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const fl
     }
 }
 
-// G4_CUDA_SKINNY_VARIANT=1..7 forces a block shape everywhere: a tuning knob, as every shape gives the same bits;
-// "tma" takes the tensor-copy pair by rows as the default takes its shapes (6, 4 warps, for one row; 7 beyond).
+// The decode product streams its weights by tensor copies into 4 consumer warps (variant 6,
+// gemm_skinny_tma.cu) at every row count: on an H100 (bench_cuda_products, docs/perf.md, version 11) it beat
+// the cp.async shapes' choice at 2 to 64 rows on every 12B product (gate|up at 16 rows 81.1 µs against 93.9, at
+// 64 rows 91.4 against 139.9; the head at 16 rows 676 against 727) and at one row on most (gate|up 80.5
+// against 86.7, q|k|v sliding 24.9 against 28.3; q|k|v full 30.1 against 27.9 and o sliding 14.1 against 13.5
+// the exceptions), and 8 consumer warps (variant 7) lost to it nearly everywhere. G4_CUDA_SKINNY_VARIANT=1..7
+// forces a shape everywhere, "mma" takes the cp.async shapes by rows (skinny_variant's choice): tuning knobs,
+// as every shape gives the same bits (test_cuda_kernels).
 extern "C" void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M,
                                  int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
-    static int forced = -1, tma = 0;
-    if (forced < 0) {
-        const char *v = getenv("G4_CUDA_SKINNY_VARIANT");
-        forced = v && atoi(v) > 0 && atoi(v) < KERN_SKINNY_VARIANTS ? atoi(v) : 0;
-        tma = v && !strcmp(v, "tma");
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("G4_CUDA_SKINNY_VARIANT");
+        v = e && !strcmp(e, "mma") ? 0 : e && atoi(e) > 0 && atoi(e) < KERN_SKINNY_VARIANTS ? atoi(e) : 6;
     }
-    skinny_variant(tma ? (M == 1 ? 6 : 7) : forced, x, w, bias, y, h, M, N, K, ws, s);
+    skinny_variant(v, x, w, bias, y, h, M, N, K, ws, s);
 }
 
 extern "C" void kern_gemm_skinny_variant(int v, const uint16_t *x, const uint16_t *w, const float *bias, float *y,

@@ -26,9 +26,10 @@
 // 3, 128 wide with 6 stages, where one CTA runs all its tile's segments in order: at a segment's end it waits
 // for the segment's last wgmma, adds the accumulators to a running total (registers, from 0.0f) and zeroes
 // them — the rule's order without scratch or a second pass (a 256-wide tile would need 256 registers).
-// 4 and 5: variants 1 and 3 with stages filled by tensor copies from a producer warp (gemm_tma.cu).
-// G4_CUDA_WGMMA=0..5 forces one variant everywhere, so a benchmark can compare them; G4_CUDA_WGMMA=tma runs
-// the tensor-copy pair as the default runs 1 and 3 (4 for N >= 16384, 5 below).
+// 4 and 5: variants 1 and 3 with stages filled by tensor copies from a producer warp (gemm_tma.cu), exact on
+// an H100 (2026-12-06) and faster: the default (4 for N >= 16384, 5 below). G4_CUDA_WGMMA=0..5 forces one
+// variant everywhere, so a benchmark can compare them; G4_CUDA_WGMMA=mma runs 1 and 3 where the default runs
+// 4 and 5.
 #include <string.h>
 
 #include "common.cuh"
@@ -246,15 +247,17 @@ extern "C" void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const ui
 extern "C" void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M,
                                 int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
-    // 256-wide tiles for many outputs (gate|up: 535-590 TFLOP/s), else 128-wide with the segments in one CTA
-    // (q|k|v, o, down: 360-470, against 120-400 for the others; docs/perf.md, version 5). G4_CUDA_WGMMA=0..5
-    // forces one variant, to compare them in one run; "tma" takes the tensor-copy pair (4 and 5) instead.
-    static int forced = -2, tma = 0;
+    // Stages filled by tensor copies from a producer warp: 256-wide tiles for many outputs (variant 4; gate|up
+    // 604-696 TFLOP/s on an H100 against 514-578 for variant 1's hand-swizzled stages), else 128-wide with the
+    // segments in one CTA (variant 5; q|k|v, o, down 429-539 against 364-463 for variant 3; test_cuda_wgmma,
+    // docs/perf.md, version 11). G4_CUDA_WGMMA=0..5 forces one variant, to compare them in one run; "mma" takes
+    // the pair whose stages every thread fills by cp.async (1 and 3).
+    static int forced = -2, mma = 0;
     if (forced == -2) {
         const char *v = getenv("G4_CUDA_WGMMA");
         forced = v && v[0] >= '0' && v[0] <= '5' && !v[1] ? v[0] - '0' : -1;
-        tma = v && !strcmp(v, "tma");
+        mma = v && !strcmp(v, "mma");
     }
     int wide = N >= 16384;
-    kern_gemm_wgmma_variant(forced >= 0 ? forced : tma ? (wide ? 4 : 5) : wide ? 1 : 3, x, w, bias, y, h, M, N, K, ws, s);
+    kern_gemm_wgmma_variant(forced >= 0 ? forced : mma ? (wide ? 1 : 3) : wide ? 4 : 5, x, w, bias, y, h, M, N, K, ws, s);
 }

@@ -29,16 +29,18 @@ struct kern_row {
 };
 
 /* ---- run-time switches (knobs.cu) ----------------------------------------------------------------------
- * Early loads: the kernels a decode step waits on between its products (attention, its merge,
- * kern_qkv_prep, kern_residual_norm_add) issue every load a thread needs (partials, norm weights, positions,
- * frequencies, the new key and value) before the first use, instead of a memory round trip after each
- * reduction or branch; and what no kernel of the pass writes before them (the row table and tiles, norm
- * weights, frequencies, the attention's cached keys and values) they ask for before kern_dep_wait, while
- * the previous kernel finishes. The same arithmetic in the same order: the same bits. Off unless
- * G4_CUDA_EARLY_LOADS=1 until a GPU run shows it faster; kern_set_early_loads overrides the environment
- * (tests: on and off must agree). Set it before a pass is captured in a graph: a graph keeps the kernels it
- * was captured with. */
-enum { KERN_EARLY_ATTENTION = 1, KERN_EARLY_QKV_PREP = 2, KERN_EARLY_RESIDUAL = 4, KERN_EARLY_MERGE = 8, KERN_EARLY_ALL = 15,
+ * Early loads: the kernels a decode step waits on between its products (attention, kern_qkv_prep,
+ * kern_residual_norm_add) issue every load a thread needs (norm weights, positions, frequencies) before the
+ * first use, instead of a memory round trip after each reduction or branch; and what no kernel of the pass
+ * writes (the row table and tiles, norm weights, frequencies, the attention's cached keys and values) they ask
+ * for before kern_dep_wait, while the previous kernel finishes. The same arithmetic in the same order: the
+ * same bits (H100, 2026-12-06: each part alone and attention's order after the wait, with programmatic
+ * launch; docs/cuda.md). The merge took them too until that run showed its early form wrong under
+ * programmatic launch (exact without it); it was removed. Off unless G4_CUDA_EARLY_LOADS=1 until a GPU run
+ * shows it faster; G4_CUDA_EARLY_PARTS (a mask of the parts below, default all) picks kernels, a diagnostic;
+ * kern_set_early_loads overrides the environment (tests: on and off must agree). Set it before a pass is
+ * captured in a graph: a graph keeps the kernels it was captured with. */
+enum { KERN_EARLY_ATTENTION = 1, KERN_EARLY_QKV_PREP = 2, KERN_EARLY_RESIDUAL = 4, KERN_EARLY_ALL = 7,
        KERN_EARLY_ATTN_AFTER_WAIT = 16 /* diagnostic: attention's early order, all after the wait */ };
 int kern_early_loads(int part);
 void kern_set_early_loads(int on);
@@ -81,12 +83,13 @@ static inline int kern_gemm_ws_counters(int M, int N)
     return skinny > tiled ? skinny : tiled;
 }
 
-/* The decode kernel (M <= 64): weights streamed once through a cp.async pipeline, blocks over (N, segment). */
+/* The decode kernel (M <= 64): weights streamed once, by tensor copies from a producer warp into 4 consumer
+ * warps (variant 6 below), blocks over (N, segment). */
 void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                       int K, const struct kern_gemm_ws *ws, kern_stream s);
 
-/* The decode kernel with its block shape forced, for tests and benchmarks: variant 0 is kern_gemm_skinny's
- * own choice by M (a lighter shape where only that runs the grid in one wave), 1..KERN_SKINNY_VARIANTS-1 are
+/* The decode kernel with its block shape forced, for tests and benchmarks: variant 0 is the cp.async shapes'
+ * choice by M (a lighter shape where only that runs the grid in one wave), 1..KERN_SKINNY_VARIANTS-1 are
  * (warps, stages) = (4, 4), (8, 4), (4, 5), (8, 3), then (4, 4) with 16 shared activation rows even for M <= 8
  * (4 x 3, slower at every M, was dropped), then 4 and 8 warps fed by tensor copies from a producer warp
  * (gemm_skinny_tma.cu). Every variant gives the same bits (tests/unit/test_cuda_kernels.c). */

@@ -34,35 +34,3 @@ __device__ __forceinline__ void kv_store_row(const struct kern_kv_new &kv, int r
         kv.cache_v[dst + i] = kv.v_new[src + i];
     }
 }
-
-// The same store split in three for a caller that issues its own loads in between (the merge with early
-// loads, kernels.h): kv_piece_row takes the row's facts (the pass's row table, which no kernel writes: it may
-// come before kern_dep_wait) and names this thread's one 16-byte piece i (i < 0 or past the row: none;
-// kvd % 8 == 0), kv_piece_load asks for the piece of the row's key and value, kv_piece_store writes them.
-struct kv_piece {
-    struct kern_row m;
-    uint4 k, v;
-    int i;
-};
-
-__device__ __forceinline__ void kv_piece_row(const struct kern_kv_new &kv, int r, int i, struct kv_piece *p)
-{
-    p->i = i >= 0 && i < kv.kvd / 8 ? i : -1;
-    if (p->i >= 0) p->m = kv.meta[r];
-}
-
-__device__ __forceinline__ void kv_piece_load(const struct kern_kv_new &kv, int r, struct kv_piece *p)
-{
-    if (p->i < 0) return;
-    p->k = reinterpret_cast<const uint4 *>(kv.k_new + (size_t)r * kv.kvd)[p->i];
-    p->v = reinterpret_cast<const uint4 *>(kv.v_new + (size_t)r * kv.kvd)[p->i];
-}
-
-__device__ __forceinline__ void kv_piece_store(const struct kern_kv_new &kv, const struct kv_piece &p)
-{
-    if (p.i < 0) return;
-    const long long dst = kv_slot(kv, p.m);
-    if (dst < 0) return;
-    reinterpret_cast<uint4 *>(kv.cache_k + dst)[p.i] = p.k;
-    reinterpret_cast<uint4 *>(kv.cache_v + dst)[p.i] = p.v;
-}

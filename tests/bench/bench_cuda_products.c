@@ -7,8 +7,8 @@
  * Each product cycles through enough copies of its weights (over 512 MB in all) that none is still in the 50 MB L2 when
  * it is read again, as in a real step, where the next layer's weights are elsewhere. Launches follow each other on one
  * stream with programmatic dependent launch, as in a step's graph. Times: the median of 5 rounds of 40 launches, for
- * the kernel's own choice of block shape (by M and the grid's waves) and for each forced shape
- * (kern_gemm_skinny_variant: warps x stages), so a new choice can be read off the table. Without a GPU (or a CUDA
+ * the engine's default (kern_gemm_skinny), the cp.async shapes' choice by M and the grid's waves (variant 0) and
+ * each forced shape (kern_gemm_skinny_variant: warps x stages), so a new choice can be read off the table. Without a GPU (or a CUDA
  * build) it says so and exits 0. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +32,7 @@ static const struct product PRODUCTS[] = {
     {"head (tied embedding)", 262144, 3840, 0},
 };
 
-/* One product's launch on copy `copy` of the weights, by forced variant v at M rows. */
+/* One product's launch on copy `copy` of the weights, by forced variant v at M rows (-1: kern_gemm_skinny). */
 struct product_run {
     const struct product *p;
     int v, M;
@@ -47,8 +47,10 @@ struct product_run {
 static void product_launch(void *ctx, int copy)
 {
     const struct product_run *r = ctx;
-    kern_gemm_skinny_variant(r->v, r->x, r->w[copy], NULL, r->p->geglu ? NULL : r->y, r->p->geglu ? r->h : NULL, r->M,
-                             r->p->N, r->p->K, r->ws, r->s);
+    float *y = r->p->geglu ? NULL : r->y;
+    uint16_t *h = r->p->geglu ? r->h : NULL;
+    if (r->v < 0) kern_gemm_skinny(r->x, r->w[copy], NULL, y, h, r->M, r->p->N, r->p->K, r->ws, r->s);
+    else kern_gemm_skinny_variant(r->v, r->x, r->w[copy], NULL, y, h, r->M, r->p->N, r->p->K, r->ws, r->s);
 }
 
 int main(void)
@@ -56,8 +58,8 @@ int main(void)
     static const int ROWS[] = {1, 2, 4, 8, 16, 64};
     double rate;
     if (!bench_cuda_open("bench_cuda_products", &rate)) return 0;
-    printf("| product | N | K | segments | rows | µs | GB/s of weights | %% of copy rate | µs at 4x4 | 8x4 | 4x5 | 8x3 | 4x4, 16 rows | 4 warps by tensor copies | 8 warps by tensor copies |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("| product | N | K | segments | rows | µs | GB/s of weights | %% of copy rate | µs, cp.async choice | 4x4 | 8x4 | 4x5 | 8x3 | 4x4, 16 rows | 4 warps by tensor copies | 8 warps by tensor copies |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     cudaStream_t s;
     BENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     for (size_t pi = 0; pi < sizeof PRODUCTS / sizeof *PRODUCTS; pi++) {
@@ -82,15 +84,15 @@ int main(void)
         BENCH_CUDA_CHECK(cudaMalloc((void **)&ws.counters, (size_t)kern_gemm_ws_counters(64, p->N) * sizeof(int)));
         BENCH_CUDA_CHECK(cudaMemset(ws.counters, 0, (size_t)kern_gemm_ws_counters(64, p->N) * sizeof(int)));
         for (size_t ri = 0; ri < sizeof ROWS / sizeof *ROWS; ri++) {
-            double us[KERN_SKINNY_VARIANTS];
-            for (int v = 0; v < KERN_SKINNY_VARIANTS; v++) {
+            double us[KERN_SKINNY_VARIANTS + 1]; /* us[v + 1]: variant v, us[0] the default */
+            for (int v = -1; v < KERN_SKINNY_VARIANTS; v++) {
                 struct product_run run = {p, v, ROWS[ri], w, x, y, h, &ws, s};
-                us[v] = bench_cuda_median_us(product_launch, &run, copies, LAUNCHES, s);
+                us[v + 1] = bench_cuda_median_us(product_launch, &run, copies, LAUNCHES, s);
             }
             double gbs = wbytes / (us[0] * 1e-6) / 1e9;
             printf("| %s | %d | %d | %d | %d | %.1f | %.0f | %.0f |", p->what, p->N, p->K,
                    kern_gemm_segments(p->N, p->K), ROWS[ri], us[0], gbs, 100.0 * gbs * 1e9 / rate);
-            for (int v = 1; v < KERN_SKINNY_VARIANTS; v++) printf(" %.1f |", us[v]);
+            for (int v = 0; v < KERN_SKINNY_VARIANTS; v++) printf(" %.1f |", us[v + 1]);
             printf("\n");
         }
         for (int i = 0; i < copies; i++) BENCH_CUDA_CHECK(cudaFree(w[i]));

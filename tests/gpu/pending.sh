@@ -1,22 +1,21 @@
 #!/bin/sh
-# tests/gpu/pending.sh — what was written without a GPU and not yet run on one (docs/cuda.md, "Written but not
-# yet run"), checked and then timed in two device calls of under 10 minutes each, over a build carried as for
-# tests/gpu/run.sh:
+# tests/gpu/pending.sh — what changed without a full GPU run (docs/cuda.md, "Not yet run end to end"), checked
+# and timed in device calls of under 10 minutes each, over a build carried as for tests/gpu/run.sh:
 #   [G4_TOKENIZER=…] sh tests/gpu/pending.sh check [OUT_DIR]
-#       bits first, each program under a time limit (a tensor copy whose bytes never come hangs): the wgmma
-#       test (prompt products by tensor copies, variants 4 and 5), run.sh with the defaults (decode products
-#       6 and 7 in test_cuda_kernels; early loads flipped in test_cuda_engine; memcheck), then the engine test
-#       and memcheck again with every opt-in setting on at once.
+#       bits first, each program under a time limit (a tensor copy whose bytes never come hangs): run.sh with
+#       the defaults (the tensor-copy products, fused GeGLU: test_cuda_kernels, test_cuda_engine with early
+#       loads flipped, memcheck), the wgmma test, then the engine test and memcheck with early loads on, and
+#       the engine test on the cp.async products ("mma", the defaults before version 11).
 #   sh tests/gpu/pending.sh time [OUT_DIR]
-#       speed: the whole g4 bench with the defaults and with each setting (bench_cuda_products, every
-#       variant's column, after the decode setting), bench_cuda_attention without and with early loads, and
-#       the engine test with early loads but without programmatic launch.
-#   sh tests/gpu/pending.sh quick [OUT_DIR]
+#       speed: the whole g4 bench with the defaults, with the cp.async products and with early loads
+#       (bench_cuda_products, every variant's column, after the first), bench_cuda_attention without and with
+#       early loads.
+#   [G4_TOKENIZER=…] sh tests/gpu/pending.sh quick [OUT_DIR]
 #       for a session that may get one device call: the product kernels' bits (test_cuda_kernels,
-#       test_cuda_wgmma), then time's steps with the engine test under every setting after the prompt bench.
+#       test_cuda_wgmma), the engine test with the defaults, then time's steps.
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
-# without cuobjdump) go to one archive, OUT_DIR/pending-check.tgz or pending-time.tgz (default OUT_DIR: /tmp),
-# since the device tool brings back few files.
+# without cuobjdump) go to one archive, OUT_DIR/pending-WHAT.tgz (default OUT_DIR: /tmp), since the device tool
+# brings back few files.
 set -u
 what=${1:-}
 dest=${2:-/tmp}
@@ -25,7 +24,8 @@ b=${G4_BUILD:-build}
 here=$(dirname "$0")
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/.devlibs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-settings="G4_CUDA_WGMMA=tma G4_CUDA_SKINNY_VARIANT=tma G4_CUDA_EARLY_LOADS=1 G4_CUDA_GEGLU_FUSED=1"
+# the products before version 11 (commas join a setting's variables)
+mma=G4_CUDA_SKINNY_VARIANT=mma,G4_CUDA_WGMMA=mma,G4_CUDA_GEGLU_FUSED=0
 summary=""
 note() { summary="$summary
 $1"; echo "$1"; }
@@ -47,36 +47,34 @@ step() { # name limit command...: runs it, keeps its log, notes its status
     tail -n 40 "$out/$name.log"
     note "$name: rc $rc in $(($(date +%s) - start)) s; $(grep -E 'passed, [0-9]+ failed|ERROR SUMMARY|TIMED OUT' "$out/$name.log" | tail -n 1)"
 }
+benches() { # the g4 bench with each setting (G4_DEFAULTS=1: none), the lines that decide into the summary
+    bench="--model /dev/shm/g4-12b --shape 12b --max-prefill 8192 --max-streams 16"
+    for s in "$@"; do
+        step "bench_${s%%=*}" 200 env $(echo "$s" | tr , ' ') "$b/g4" bench $bench
+        note "$(grep -E '^\| 1 row \| (1|16) \| 1024 |^\| 1 stream, context 1024 \| 16 |first token, 1000-token prompt|^\| (512|2048|8192) \|' \
+            "$out/bench_${s%%=*}.log")"
+        [ "$s" = G4_DEFAULTS=1 ] && step products 150 "$b/bench/bench_cuda_products"
+    done
+}
 case $what in
 check)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
-    step wgmma 150 "$b/tests/test_cuda_wgmma"
     step run_defaults 330 sh "$here/run.sh" "$out/defaults"
-    step run_settings 300 env $settings G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/settings"
+    step wgmma 150 "$b/tests/test_cuda_wgmma"
+    step run_early 200 env G4_CUDA_EARLY_LOADS=1 G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/early"
+    step run_mma 100 env $(echo "$mma" | tr , ' ') G4_GPU_TESTS=engine sh "$here/run.sh" "$out/mma"
     command -v cuobjdump >/dev/null 2>&1 && cuobjdump -sass "$b/g4" >"$out/g4.sass" 2>&1
     ;;
 time | quick)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
-    if [ "$what" = quick ]; then # one call for both: the new kernels' bits first
+    if [ "$what" = quick ]; then
         step kernels 150 env G4_GPU_TESTS=kernels sh "$here/run.sh" "$out/kernels"
         step wgmma 120 "$b/tests/test_cuda_wgmma"
+        step engine 120 env G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine"
     fi
-    # the whole g4 bench with the defaults, then with the decode setting, the prompt settings together
-    # (commas join a setting's variables) and early loads; one stream, 16 streams, a window of 16, prefill
-    # and the first token into the summary
-    bench="--model /dev/shm/g4-12b --shape 12b --max-prefill 8192 --max-streams 16"
-    for s in G4_DEFAULTS=1 G4_CUDA_SKINNY_VARIANT=tma G4_CUDA_WGMMA=tma,G4_CUDA_GEGLU_FUSED=1 G4_CUDA_EARLY_LOADS=1; do
-        step "bench_${s%%=*}" 200 env $(echo "$s" | tr , ' ') "$b/g4" bench $bench
-        note "$(grep -E '^\| 1 row \| (1|16) \| 1024 |^\| 1 stream, context 1024 \| 16 |first token, 1000-token prompt|^\| (512|2048|8192) \|' \
-            "$out/bench_${s%%=*}.log")"
-        [ "$s" = G4_CUDA_SKINNY_VARIANT=tma ] && step products 150 "$b/bench/bench_cuda_products"
-        [ "$what" = quick ] && [ "$s" = G4_CUDA_WGMMA=tma,G4_CUDA_GEGLU_FUSED=1 ] &&
-            step engine_settings 200 env $settings G4_GPU_TESTS=engine sh "$here/run.sh" "$out/settings"
-    done
+    benches G4_DEFAULTS=1 "$mma" G4_CUDA_EARLY_LOADS=1
     step attention 60 "$b/bench/bench_cuda_attention"
     step attention_early 60 env G4_CUDA_EARLY_LOADS=1 "$b/bench/bench_cuda_attention"
-    # early loads without programmatic launch: bit-identical here but not with it means a pre-wait load races
-    step early_nopdl 150 env G4_CUDA_PDL=0 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/nopdl"
     ;;
 *)
     echo "usage: sh tests/gpu/pending.sh check|time|quick [OUT_DIR]" >&2

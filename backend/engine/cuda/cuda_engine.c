@@ -192,7 +192,7 @@ static size_t scratch_bytes(const struct cuda_engine *e, int rows)
     gemm_ws_size(e, &ws_floats, &ws_counters);
     return per_row * rows + (size_t)CUDA_LOGIT_ROWS * e->V * 4 + (size_t)rows * e->H * 4 /* image rows */ +
            (size_t)ws_floats * 4 + (size_t)ws_counters * 4 + cuda_topk_ws_keys(e->V) * 8 +
-           (size_t)CUDA_GEGLU_ROWS * 2 * e->max_i * 4 /* gu */;
+           (e->geglu_fused_prompt ? 0 : (size_t)CUDA_GEGLU_ROWS * 2 * e->max_i * 4) /* gu */;
 }
 
 static void cuda_destroy(void *impl)
@@ -219,6 +219,8 @@ static void cuda_destroy(void *impl)
 static int plan_fits(struct cuda_engine *e, char *err)
 {
     size_t free_b = 0, total_b = 0, need;
+    const char *geglu = getenv("G4_CUDA_GEGLU_FUSED");
+    e->geglu_fused_prompt = !(geglu && !strcmp(geglu, "0"));
     e->kv_bytes = 0;
     for (int i = 0; i < e->L; i++)
         e->kv_bytes += 2ull * e->opts.max_streams * e->layers[i].cap * e->layers[i].c->kv_dim * sizeof(uint16_t);
@@ -254,8 +256,7 @@ static void alloc_scratch(struct cuda_engine *e)
     e->k_new = cuda_alloc(e, R * e->max_kvd * 2);
     e->v_new = cuda_alloc(e, R * e->max_kvd * 2);
     e->h = cuda_alloc(e, R * e->max_i * 2);
-    e->gu = cuda_alloc(e, (size_t)CUDA_GEGLU_ROWS * 2 * e->max_i * 4);
-    e->geglu_fused_prompt = getenv("G4_CUDA_GEGLU_FUSED") && !strcmp(getenv("G4_CUDA_GEGLU_FUSED"), "1");
+    if (!e->geglu_fused_prompt) e->gu = cuda_alloc(e, (size_t)CUDA_GEGLU_ROWS * 2 * e->max_i * 4);
     e->part_acc = cuda_alloc(e, R * KERN_ATTN_PARTIALS * e->max_qd * 4);
     e->part_ml = cuda_alloc(e, R * KERN_ATTN_PARTIALS * 2 * e->max_heads * 4);
     e->tokens = cuda_alloc(e, R * 4);

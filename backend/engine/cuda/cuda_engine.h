@@ -112,8 +112,9 @@ struct cuda_engine {
     int32_t *cand_ids, *cand_n, *h_cand_ids, *h_cand_n;
     float *cand_logits, *h_cand_logits;
     int cand_stride;             /* candidates kept per row this pass (the largest k) */
-    float *gu;                   /* (CUDA_GEGLU_ROWS, 2 max_i) a prompt pass's gate|up product, pairs interleaved */
-    int geglu_fused_prompt;      /* G4_CUDA_GEGLU_FUSED=1: prompt passes too apply GeGLU in the product */
+    float *gu;                   /* (CUDA_GEGLU_ROWS, 2 max_i) a prompt pass's gate|up product, pairs interleaved,
+                                  * only with G4_CUDA_GEGLU_FUSED=0 */
+    int geglu_fused_prompt;      /* prompt passes too apply GeGLU in the product (G4_CUDA_GEGLU_FUSED=0: not) */
     uint64_t *topk_ws;           /* kern_topk's scratch: topk_ws_keys keys */
     size_t topk_ws_keys;
     struct cuda_draw_row *draw;  /* (max_rows) host bookkeeping of each logits row */

@@ -85,10 +85,12 @@ static void gemm(struct cuda_engine *e, const uint16_t *x, const uint16_t *w, fl
     kern_gemm(x, w, NULL, y, NULL, M, N, K, &e->gemm_ws, e->stream);
 }
 
-/* h = GeGLU(gate, up) of the pass's R normed rows. Decode passes (R <= 64) apply it in the product's epilogue;
+/* h = GeGLU(gate, up) of the pass's R normed rows, in the product's epilogue. With G4_CUDA_GEGLU_FUSED=0,
  * prompt passes write the fp32 product, CUDA_GEGLU_ROWS rows at a time, and run kern_geglu over it, which on
- * the H200 was 3.5 % faster at 512 prompt tokens than the fused epilogue (docs/perf.md, version 7). Both
- * apply geglu1 to the same fp32 values: the same bits (test_cuda_engine, chunks of 512 = chunks of 3). */
+ * the H200 was 3.5 % faster at 512 prompt tokens than the version-7 epilogue (one 2-byte element a lane); the
+ * epilogue that stages h in shared memory and writes whole 16-byte pieces (gemm_wgmma.cu, gemm_tma.cu) and the
+ * tensor-copy products made the fused form the default (H100, docs/perf.md, version 11). Both apply geglu1 to
+ * the same fp32 values: the same bits (test_cuda_engine, chunks of 512 = chunks of 3). */
 static void gate_up(struct cuda_engine *e, const struct cuda_layer *l, int R)
 {
     int H = e->H, I = l->c->intermediate;
