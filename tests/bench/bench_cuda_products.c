@@ -7,9 +7,9 @@
  * Each product cycles through enough copies of its weights (over 512 MB in all) that none is still in the 50 MB L2 when
  * it is read again, as in a real step, where the next layer's weights are elsewhere. Launches follow each other on one
  * stream with programmatic dependent launch, as in a step's graph. Times: the median of 5 rounds of 40 launches, for
- * the engine's default (kern_gemm_skinny), the cp.async shapes' choice by M and the grid's waves (variant 0) and
- * each forced shape (kern_gemm_skinny_variant: warps x stages), so a new choice can be read off the table. Without a GPU (or a CUDA
- * build) it says so and exits 0. */
+ * the engine's default (kern_gemm_skinny), the cp.async shapes' choice by M and the grid's waves (variant 0) and each
+ * forced shape (kern_gemm_skinny_variant: warps x stages), so a new choice can be read off the table. Without a GPU
+ * (or a CUDA build) it says so and exits 0. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -219,8 +219,6 @@ static void cuda_destroy(void *impl)
 static int plan_fits(struct cuda_engine *e, char *err)
 {
     size_t free_b = 0, total_b = 0, need;
-    const char *geglu = getenv("G4_CUDA_GEGLU_FUSED");
-    e->geglu_fused_prompt = !(geglu && !strcmp(geglu, "0"));
     e->kv_bytes = 0;
     for (int i = 0; i < e->L; i++)
         e->kv_bytes += 2ull * e->opts.max_streams * e->layers[i].cap * e->layers[i].c->kv_dim * sizeof(uint16_t);
@@ -293,6 +291,7 @@ static void *cuda_create(const struct g4_model *m, const struct engine_opts *opt
     int n_dev = 0;
     cudaError_t rc = cudaGetDeviceCount(&n_dev);
     const uint16_t *table;
+    const char *geglu;
     char name[256];
     if (rc != cudaSuccess || n_dev == 0) {
         g4_errf(err, "no CUDA device (%s); use --device cpu",
@@ -334,6 +333,8 @@ static void *cuda_create(const struct g4_model *m, const struct engine_opts *opt
     }
     e->has_vision = c->vision.kind == CFG_VISION_EMBEDDER;
     if (e->has_vision && cuda_load_vision(e, err)) goto fail;
+    geglu = getenv("G4_CUDA_GEGLU_FUSED");
+    e->geglu_fused_prompt = !(geglu && !strcmp(geglu, "0")); /* the plan holds the fp32 gate|up buffer or not */
     if (plan_fits(e, err)) goto fail;
     alloc_scratch(e);
     return e;
