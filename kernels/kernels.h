@@ -36,8 +36,9 @@ struct kern_row {
  * for before kern_dep_wait, while the previous kernel finishes. The same arithmetic in the same order: the
  * same bits (H100, 2026-12-06: each part alone and attention's order after the wait, with programmatic
  * launch; docs/cuda.md). The merge took them too until that run showed its early form wrong under
- * programmatic launch (exact without it); it was removed. Off unless G4_CUDA_EARLY_LOADS=1 until a GPU run
- * shows it faster; G4_CUDA_EARLY_PARTS (a mask of the parts below, default all) picks kernels, a diagnostic;
+ * programmatic launch (exact without it); it was removed. On by default since the H100 run of 2026-12-06
+ * (one stream 10.27 -> 9.89 ms, 16 streams 12.73 -> 12.39 ms; docs/perf.md, version 12); G4_CUDA_EARLY_LOADS=0
+ * turns them off; G4_CUDA_EARLY_PARTS (a mask of the parts below, default all) picks kernels, a diagnostic;
  * kern_set_early_loads overrides the environment (tests: on and off must agree). Set it before a pass is
  * captured in a graph: a graph keeps the kernels it was captured with. */
 enum { KERN_EARLY_ATTENTION = 1, KERN_EARLY_QKV_PREP = 2, KERN_EARLY_RESIDUAL = 4, KERN_EARLY_ALL = 7,

@@ -4,7 +4,7 @@
 
 #include "kernels.h"
 
-// G4_CUDA_EARLY_LOADS=1 (kernels.h): read once, then kern_set_early_loads overrides it.
+// G4_CUDA_EARLY_LOADS (kernels.h; on unless "0"): read once, then kern_set_early_loads overrides it.
 static int early_loads = -1;
 
 // G4_CUDA_EARLY_PARTS (a diagnostic): which kernels take them when on, a mask of KERN_EARLY_* (default all).
@@ -14,7 +14,7 @@ static void early_loads_read_env(void)
 {
     if (early_loads < 0) {
         const char *v = getenv("G4_CUDA_EARLY_LOADS"), *m = getenv("G4_CUDA_EARLY_PARTS");
-        early_loads = v && v[0] == '1';
+        early_loads = !(v && v[0] == '0');
         early_parts = m ? atoi(m) : KERN_EARLY_ALL;
     }
 }

@@ -2,11 +2,15 @@
 // RoPE, stored bf16 for the attention's tensor cores; of each key head (k_norm) then RoPE, stored bf16 for
 // the cache; weightless RMSNorm of each value head, stored bf16. One warp per (row, head), the head's values
 // loaded at once (a decode step is latency-bound here); RoPE pairs (i, i + D/2) rotate by pos * inv_freq[i]
-// (zeros: the proportional RoPE's untouched channels).
+// (zeros: the proportional RoPE's untouched channels). A block holds QP_WARPS warps, the heads h0 .. h0 + 7 of
+// one row: a 512-row prompt chunk of the 12B ran 16,384 one-warp blocks, 4 % of a pass (docs/perf.md,
+// version 12), where 8-warp blocks keep more loads in flight per multiprocessor. Each warp's arithmetic is the
+// same whichever block holds it.
 #include "common.cuh"
 #include "kernels.h"
 
 #define MAX_D 512
+#define QP_WARPS 8
 
 __global__ void qkv_prep_kernel(const float *__restrict__ qkv, int ld, int k_off, int v_off,
                                 const float *__restrict__ q_norm, const float *__restrict__ k_norm,
@@ -16,8 +20,13 @@ __global__ void qkv_prep_kernel(const float *__restrict__ qkv, int ld, int k_off
 {
     kern_dep_launch();
     if (!early) kern_dep_wait();
-    __shared__ float buf[MAX_D];
-    int r = blockIdx.x, h = blockIdx.y, lane = threadIdx.x, kind, head;
+    __shared__ float bufs[QP_WARPS][MAX_D];
+    int r = blockIdx.x, h = blockIdx.y * QP_WARPS + (threadIdx.x >> 5), lane = threadIdx.x & 31, kind, head;
+    float *buf = bufs[threadIdx.x >> 5];
+    if (h >= n_heads + 2 * n_kv) { // past the last head (a whole warp): it still waits, as every thread does
+        kern_dep_wait();
+        return;
+    }
     const float *src, *w, *row = qkv + (size_t)r * ld;
     uint16_t *dst;
     float ss = 0.0f, scale;
@@ -97,13 +106,13 @@ extern "C" void kern_qkv_prep(const float *qkv, int ld, int k_off, int v_off, co
                               int rows, int n_heads, int n_kv, int D, uint16_t *q_out, uint16_t *k_out,
                               uint16_t *v_out, kern_stream s)
 {
-    dim3 grid(rows, n_heads + 2 * n_kv);
+    dim3 grid(rows, (n_heads + 2 * n_kv + QP_WARPS - 1) / QP_WARPS);
     if (rows == 0) return;
     if (D > MAX_D || D % 2) {
         fprintf(stderr, "g4: fatal: kern_qkv_prep: head dim %d unsupported (even, <= %d)\n", D, MAX_D);
         abort();
     }
-    kern_launch(qkv_prep_kernel, dim3(grid), dim3(32), 0, s, qkv, ld, k_off, v_off, q_norm, k_norm, inv_freq,
+    kern_launch(qkv_prep_kernel, dim3(grid), dim3(32 * QP_WARPS), 0, s, qkv, ld, k_off, v_off, q_norm, k_norm, inv_freq,
                 rows_meta, eps, n_heads, n_kv, D, q_out, k_out, v_out, kern_early_loads(KERN_EARLY_QKV_PREP));
     KERN_LAUNCHED();
 }

@@ -3,12 +3,12 @@
 # and timed in device calls of under 10 minutes each, over a build carried as for tests/gpu/run.sh:
 #   [G4_TOKENIZER=…] sh tests/gpu/pending.sh check [OUT_DIR]
 #       bits first, each program under a time limit (a tensor copy whose bytes never come hangs): run.sh with
-#       the defaults (the tensor-copy products, fused GeGLU: test_cuda_kernels, test_cuda_engine with early
-#       loads flipped, memcheck), the wgmma test, then the engine test and memcheck with early loads on, and
-#       the engine test on the cp.async products ("mma", the defaults before version 11).
+#       the defaults (the tensor-copy products, fused GeGLU, early loads: test_cuda_kernels, test_cuda_engine
+#       with early loads flipped, memcheck), the wgmma test, then the engine test and memcheck with early loads
+#       off, and the engine test on the cp.async products ("mma", the defaults before version 11).
 #   sh tests/gpu/pending.sh time [OUT_DIR]
-#       speed: the whole g4 bench with the defaults, with the cp.async products and with early loads
-#       (bench_cuda_products, every variant's column, after the first), bench_cuda_attention without and with
+#       speed: the whole g4 bench with the defaults, with the cp.async products and without early loads
+#       (bench_cuda_products, every variant's column, after the first), bench_cuda_attention with and without
 #       early loads.
 #   [G4_TOKENIZER=…] sh tests/gpu/pending.sh quick [OUT_DIR]
 #       for a session that may get one device call: the product kernels' bits (test_cuda_kernels,
@@ -61,7 +61,7 @@ check)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
     step run_defaults 330 sh "$here/run.sh" "$out/defaults"
     step wgmma 150 "$b/tests/test_cuda_wgmma"
-    step run_early 200 env G4_CUDA_EARLY_LOADS=1 G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/early"
+    step run_late 200 env G4_CUDA_EARLY_LOADS=0 G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/late"
     step run_mma 100 env $(echo "$mma" | tr , ' ') G4_GPU_TESTS=engine sh "$here/run.sh" "$out/mma"
     command -v cuobjdump >/dev/null 2>&1 && cuobjdump -sass "$b/g4" >"$out/g4.sass" 2>&1
     ;;
@@ -72,9 +72,9 @@ time | quick)
         step wgmma 120 "$b/tests/test_cuda_wgmma"
         step engine 120 env G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine"
     fi
-    benches G4_DEFAULTS=1 "$mma" G4_CUDA_EARLY_LOADS=1
+    benches G4_DEFAULTS=1 "$mma" G4_CUDA_EARLY_LOADS=0
     step attention 60 "$b/bench/bench_cuda_attention"
-    step attention_early 60 env G4_CUDA_EARLY_LOADS=1 "$b/bench/bench_cuda_attention"
+    step attention_late 60 env G4_CUDA_EARLY_LOADS=0 "$b/bench/bench_cuda_attention"
     ;;
 *)
     echo "usage: sh tests/gpu/pending.sh check|time|quick [OUT_DIR]" >&2
