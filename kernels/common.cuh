@@ -47,37 +47,20 @@ static inline int kern_pdl_enabled(void)
     return on;
 }
 
-// kern_launch for a grid of clusters of `cluster` CTAs along x (gridDim.x a multiple of it; 1: no clusters).
 template <typename... P, typename... A>
-static inline void kern_launch_cluster(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t s,
-                                       int cluster, A... args)
+static inline void kern_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, A... args)
 {
     cudaLaunchConfig_t cfg = {};
-    cudaLaunchAttribute attr[2];
-    int n = 0;
-    if (kern_pdl_enabled()) {
-        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[n++].val.programmaticStreamSerializationAllowed = 1;
-    }
-    if (cluster > 1) {
-        attr[n].id = cudaLaunchAttributeClusterDimension;
-        attr[n].val.clusterDim.x = (unsigned)cluster;
-        attr[n].val.clusterDim.y = 1;
-        attr[n++].val.clusterDim.z = 1;
-    }
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.gridDim = grid;
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = s;
     cfg.attrs = attr;
-    cfg.numAttrs = (unsigned)n;
+    cfg.numAttrs = kern_pdl_enabled() ? 1 : 0;
     KERN_CHECK(cudaLaunchKernelEx(&cfg, kernel, args...));
-}
-
-template <typename... P, typename... A>
-static inline void kern_launch(void (*kernel)(P...), dim3 grid, dim3 block, size_t smem, cudaStream_t s, A... args)
-{
-    kern_launch_cluster(kernel, grid, block, smem, s, 1, args...);
 }
 
 __device__ __forceinline__ float bf16_bits_to_f32(uint16_t h) { return __uint_as_float((uint32_t)h << 16); }

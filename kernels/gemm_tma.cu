@@ -19,16 +19,6 @@
 // tile's segments in order in one CTA, adding each to a running total from 0.0f, as variant 3 does. So both
 // give kern_gemm_bf16's bits (test_cuda_wgmma asserts it for every variant).
 //
-// Variants 6 and 7 are 4 and 5 launched as clusters of two CTAs on neighbouring row tiles, which share their
-// weight tile: each producer copies half of the weight box and multicasts it into both CTAs' stages. A
-// prompt product's stages come from L2, and at 128 wide a CTA asks for 32 KiB per 64 k of 128 x 128 x 64
-// products, more than L2 gives all multiprocessors at once (variant 5 ran 430-540 TFLOP/s where 256-wide
-// tiles reached 600-700); the pair asks for 24 KiB each. A slot is refilled once both CTAs' consumers have
-// handed it back (each consumer warp arrives on both CTAs' "empty" barriers), and neither CTA exits before the
-// other (a cluster barrier): the partner may still arrive on its barriers. The stages' bytes and layout are
-// the same, so the bits are too. A CTA past M (an odd count of row tiles) runs as the partner of the last
-// one, on row 0's activations, and stores nothing.
-//
 // Warps: 0-7 are the consumers (warpgroup 0 rows 0-63 of the tile, warpgroup 1 rows 64-127), warp 8 the
 // producer. 288 threads leave the consumers up to 224 registers (128 accumulators at 256 wide; 64 and a
 // 64-value total at 128 wide).
@@ -46,61 +36,37 @@
 #define TM_A_BYTES (TM_BM * TM_BK * 2)           // 16 KiB of x per stage
 
 template <int VARIANT> struct tma_shape {
-    static constexpr bool WIDE = VARIANT == 4 || VARIANT == 6;
-    static constexpr int BN = WIDE ? 256 : 128;
-    static constexpr bool SEQ = !WIDE;                // a tile's segments in order in one CTA
-    static constexpr int CL = VARIANT >= 6 ? 2 : 1;   // CTAs of a cluster, sharing the weight box
-    static constexpr int W_ROWS = BN / CL;            // weight rows each producer copies
-    static constexpr int STAGES = WIDE ? 4 : 6;       // 192 KiB either way
+    static constexpr int BN = VARIANT == 4 ? 256 : 128;
+    static constexpr bool SEQ = VARIANT == 5;          // a tile's segments in order in one CTA
+    static constexpr int STAGES = VARIANT == 4 ? 4 : 6; // 192 KiB either way
     static constexpr int STAGE = TM_A_BYTES + BN * TM_BK * 2;
     static constexpr int SMEM = STAGES * STAGE + 1024; // + 1024: the base is rounded up to 1024 bytes
     static constexpr int NV = BN / 2;                  // accumulators per consumer thread
 };
 
-// This producer's share of stage kt's weights: the whole box, or (clusters) rows rank * W_ROWS onwards of it,
-// multicast into both CTAs at the same offset, counted on each one's "full" barrier of the slot.
-template <int VARIANT>
-__device__ __forceinline__ void produce_w(const CUtensorMap *map_w, unsigned char *st, uint64_t *bar, int k, int n0,
-                                          int rank)
-{
-    typedef tma_shape<VARIANT> S;
-    if constexpr (S::CL == 1) tma_load_2d(st + TM_A_BYTES, map_w, k, n0, bar);
-    else tma_load_2d_multicast(st + TM_A_BYTES + rank * S::W_ROWS * 128, map_w, k, n0 + rank * S::W_ROWS, bar,
-                               (1u << S::CL) - 1);
-}
-
-// The producer (one lane): stage kt of the CTA's K range into slot kt % STAGES once the consumers (of both
-// CTAs of a cluster) have handed the slot back. The first STAGES stages' weights are asked for before the
-// previous kernel is done (no kernel writes weights; see kern_dep_wait), their activations after it. xm0: the
-// activations' first row (m0, or 0 for a cluster's CTA past M).
+// The producer (one lane): stage kt of the CTA's K range into slot kt % STAGES once the consumers have
+// handed the slot back. The first STAGES stages' weights are asked for before the previous kernel is done
+// (no kernel writes weights; see kern_dep_wait), their activations after it.
 template <int VARIANT>
 __device__ __forceinline__ void produce(const CUtensorMap *map_x, const CUtensorMap *map_w, unsigned char *sm,
-                                        uint64_t *full, uint64_t *empty, int xm0, int n0, int k_begin, int KT,
-                                        int rank)
+                                        uint64_t *full, uint64_t *empty, int m0, int n0, int k_begin, int KT)
 {
     typedef tma_shape<VARIANT> S;
     const int first = KT < S::STAGES ? KT : S::STAGES;
     for (int kt = 0; kt < first; kt++) {
         mbar_arrive_expect(&full[kt], S::STAGE);
-        produce_w<VARIANT>(map_w, sm + kt * S::STAGE, &full[kt], k_begin + kt * TM_BK, n0, rank);
+        tma_load_2d(sm + kt * S::STAGE + TM_A_BYTES, map_w, k_begin + kt * TM_BK, n0, &full[kt]);
     }
     kern_dep_wait();
-    for (int kt = 0; kt < first; kt++) tma_load_2d(sm + kt * S::STAGE, map_x, k_begin + kt * TM_BK, xm0, &full[kt]);
+    for (int kt = 0; kt < first; kt++) tma_load_2d(sm + kt * S::STAGE, map_x, k_begin + kt * TM_BK, m0, &full[kt]);
     for (int kt = first; kt < KT; kt++) {
         int s = kt % S::STAGES;
         unsigned char *st = sm + s * S::STAGE;
         mbar_wait(&empty[s], (unsigned)(kt / S::STAGES - 1) & 1u); // the slot's previous use handed back
         mbar_arrive_expect(&full[s], S::STAGE);
-        tma_load_2d(st, map_x, k_begin + kt * TM_BK, xm0, &full[s]);
-        produce_w<VARIANT>(map_w, st, &full[s], k_begin + kt * TM_BK, n0, rank);
+        tma_load_2d(st, map_x, k_begin + kt * TM_BK, m0, &full[s]);
+        tma_load_2d(st + TM_A_BYTES, map_w, k_begin + kt * TM_BK, n0, &full[s]);
     }
-}
-
-// A consumer warp hands slot s back: one arrival on its CTA's "empty" barrier, and on the partner's.
-template <int CL> __device__ __forceinline__ void hand_back(uint64_t *empty_s)
-{
-    mbar_arrive(empty_s);
-    if constexpr (CL > 1) mbar_arrive_cluster(empty_s, cluster_rank() ^ 1);
 }
 
 template <int VARIANT>
@@ -120,17 +86,14 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const int m0 = blockIdx.x * TM_BM, n0 = blockIdx.y * S::BN, seg = S::SEQ ? 0 : blockIdx.z, L = K / nseg;
     const int k_begin = seg * L, KT = (S::SEQ ? K : L) / TM_BK, seg_stages = L / TM_BK;
-    const bool stores = m0 < M; // false only for a cluster's CTA past M
-    tma_pipe_init(full, empty, S::STAGES, S::CL * TM_CONSUMER_WARPS);
-    if constexpr (S::CL > 1) cluster_sync(); // the partner's barriers are ready before any multicast
-    else __syncthreads();
+    tma_pipe_init(full, empty, S::STAGES, TM_CONSUMER_WARPS);
+    __syncthreads();
 
     if (warp == TM_CONSUMER_WARPS) {
         if (lane == 0) {
             tma_prefetch_map(&map_x);
             tma_prefetch_map(&map_w);
-            produce<VARIANT>(&map_x, &map_w, sm, full, empty, stores ? m0 : 0, n0, k_begin, KT,
-                             S::CL > 1 ? cluster_rank() : 0);
+            produce<VARIANT>(&map_x, &map_w, sm, full, empty, m0, n0, k_begin, KT);
         }
         __syncwarp();
         kern_dep_wait(); // the other lanes too, before seg_finish reads the scratch
@@ -160,8 +123,8 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
                 wgmma_wait<0>();
                 fence_operands<S::NV>(acc);
                 if (lane == 0) {
-                    if (held >= 0) hand_back<S::CL>(&empty[held]);
-                    hand_back<S::CL>(&empty[s]);
+                    if (held >= 0) mbar_arrive(&empty[held]);
+                    mbar_arrive(&empty[s]);
                 }
                 held = -1;
 #pragma unroll
@@ -169,7 +132,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
             } else {
                 wgmma_wait<1>(); // the previous group has completed: its slot is free
                 fence_operands<S::NV>(acc);
-                if (lane == 0 && held >= 0) hand_back<S::CL>(&empty[held]);
+                if (lane == 0 && held >= 0) mbar_arrive(&empty[held]);
                 held = s;
             }
         }
@@ -187,8 +150,7 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
             if constexpr (S::SEQ) seg_geglu_stage<S::BN>(hs, bias, N, n0, rbase - m0, t, total);
             else seg_geglu_stage<S::BN>(hs, bias, N, n0, rbase - m0, t, acc);
             named_barrier(1, consumers);
-            if (stores) seg_geglu_flush<TM_BM, S::BN>(H, hs, M, N, m0, n0, threadIdx.x, consumers);
-            if constexpr (S::CL > 1) cluster_sync();
+            seg_geglu_flush<TM_BM, S::BN>(H, hs, M, N, m0, n0, threadIdx.x, consumers);
             return;
         }
 #pragma unroll
@@ -204,10 +166,9 @@ __global__ void __launch_bounds__(TM_THREADS, 1)
                                acc[i + 1]);
             }
     }
-    if (!S::SEQ && nseg > 1 && stores)
+    if (!S::SEQ && nseg > 1)
         seg_finish(Y, H, partial, bias, M, N, nseg, m0, n0, TM_BM, S::BN,
                    &counters[blockIdx.x * gridDim.y + blockIdx.y], &last);
-    if constexpr (S::CL > 1) cluster_sync(); // the partner's arrivals on this CTA's barriers are done
 }
 
 template <int VARIANT>
@@ -225,11 +186,10 @@ static void tma_launch(const uint16_t *x, const uint16_t *w, const float *bias, 
         abort();
     }
     bool scratch = nseg > 1 && !S::SEQ;
-    CUtensorMap mx = tma_map_rows(x, M, K, TM_BM, "kern_gemm_tma"), mw = tma_map_rows(w, N, K, S::W_ROWS, "kern_gemm_tma");
-    int mt = (M + TM_BM - 1) / TM_BM;
-    dim3 grid((mt + S::CL - 1) / S::CL * S::CL, (N + S::BN - 1) / S::BN, S::SEQ ? 1 : nseg);
-    kern_launch_cluster(gemm_tma_kernel<VARIANT>, grid, dim3(TM_THREADS), S::SMEM, s, S::CL, mx, mw, bias, y, h, M,
-                        N, K, nseg, scratch ? ws->partial : NULL, scratch ? ws->counters : NULL);
+    CUtensorMap mx = tma_map_rows(x, M, K, TM_BM, "kern_gemm_tma"), mw = tma_map_rows(w, N, K, S::BN, "kern_gemm_tma");
+    dim3 grid((M + TM_BM - 1) / TM_BM, (N + S::BN - 1) / S::BN, S::SEQ ? 1 : nseg);
+    kern_launch(gemm_tma_kernel<VARIANT>, grid, dim3(TM_THREADS), S::SMEM, s, mx, mw, bias, y, h, M, N, K, nseg,
+                scratch ? ws->partial : NULL, scratch ? ws->counters : NULL);
     KERN_LAUNCHED();
 }
 
@@ -238,10 +198,8 @@ extern "C" void kern_gemm_tma(int variant, const uint16_t *x, const uint16_t *w,
 {
     if (variant == 4) tma_launch<4>(x, w, bias, y, h, M, N, K, nseg, ws, s);
     else if (variant == 5) tma_launch<5>(x, w, bias, y, h, M, N, K, nseg, ws, s);
-    else if (variant == 6) tma_launch<6>(x, w, bias, y, h, M, N, K, nseg, ws, s);
-    else if (variant == 7) tma_launch<7>(x, w, bias, y, h, M, N, K, nseg, ws, s);
     else {
-        fprintf(stderr, "g4: fatal: kern_gemm_tma: variant %d (4 to 7)\n", variant);
+        fprintf(stderr, "g4: fatal: kern_gemm_tma: variant %d (4 or 5)\n", variant);
         abort();
     }
 }

@@ -27,10 +27,9 @@
 // for the segment's last wgmma, adds the accumulators to a running total (registers, from 0.0f) and zeroes
 // them — the rule's order without scratch or a second pass (a 256-wide tile would need 256 registers).
 // 4 and 5: variants 1 and 3 with stages filled by tensor copies from a producer warp (gemm_tma.cu), exact on
-// an H100 (2026-12-06) and faster: the default (4 for N >= 16384, 5 below). 6 and 7: 4 and 5 in clusters of two
-// CTAs sharing each weight box by multicast (gemm_tma.cu). G4_CUDA_WGMMA=0..7 forces one variant everywhere,
-// so a benchmark can compare them; G4_CUDA_WGMMA=mma runs 1 and 3 where the default runs 4 and 5, and
-// G4_CUDA_WGMMA=cluster 6 and 7.
+// an H100 (2026-12-06) and faster: the default (4 for N >= 16384, 5 below). G4_CUDA_WGMMA=0..5 forces one
+// variant everywhere, so a benchmark can compare them; G4_CUDA_WGMMA=mma runs 1 and 3 where the default runs
+// 4 and 5.
 #include <string.h>
 
 #include "common.cuh"
@@ -223,8 +222,8 @@ extern "C" void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const ui
                                         uint16_t *h, int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
     int nseg = kern_gemm_segments(N, K);
-    if (K % 16 != 0 || variant < 0 || variant > 7 || (nseg > 1 && (!ws || !ws->partial || !ws->counters))) {
-        fprintf(stderr, "g4: fatal: kern_gemm_wgmma: K = %d (multiple of 16), variant %d (0 .. 7), %d segments%s\n", K,
+    if (K % 16 != 0 || variant < 0 || variant > 5 || (nseg > 1 && (!ws || !ws->partial || !ws->counters))) {
+        fprintf(stderr, "g4: fatal: kern_gemm_wgmma: K = %d (multiple of 16), variant %d (0 .. 5), %d segments%s\n", K,
                 variant, nseg, nseg > 1 && (!ws || !ws->partial) ? " without scratch" : "");
         abort();
     }
@@ -251,14 +250,14 @@ extern "C" void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const floa
     // Stages filled by tensor copies from a producer warp: 256-wide tiles for many outputs (variant 4; gate|up
     // 604-696 TFLOP/s on an H100 against 514-578 for variant 1's hand-swizzled stages), else 128-wide with the
     // segments in one CTA (variant 5; q|k|v, o, down 429-539 against 364-463 for variant 3; test_cuda_wgmma,
-    // docs/perf.md, version 11). G4_CUDA_WGMMA=0..7 forces one variant, to compare them in one run; "mma" takes
-    // the pair whose stages every thread fills by cp.async (1 and 3), "cluster" the pair in clusters (6 and 7).
-    static int forced = -2, pair = 4;
+    // docs/perf.md, version 11). G4_CUDA_WGMMA=0..5 forces one variant, to compare them in one run; "mma" takes
+    // the pair whose stages every thread fills by cp.async (1 and 3).
+    static int forced = -2, mma = 0;
     if (forced == -2) {
         const char *v = getenv("G4_CUDA_WGMMA");
-        forced = v && v[0] >= '0' && v[0] <= '7' && !v[1] ? v[0] - '0' : -1;
-        pair = v && !strcmp(v, "mma") ? 1 : v && !strcmp(v, "cluster") ? 6 : 4; // the wide one; narrow: + 1 (+ 2)
+        forced = v && v[0] >= '0' && v[0] <= '5' && !v[1] ? v[0] - '0' : -1;
+        mma = v && !strcmp(v, "mma");
     }
-    int wide = N >= 16384, narrow = pair == 1 ? 3 : pair + 1;
-    kern_gemm_wgmma_variant(forced >= 0 ? forced : wide ? pair : narrow, x, w, bias, y, h, M, N, K, ws, s);
+    int wide = N >= 16384;
+    kern_gemm_wgmma_variant(forced >= 0 ? forced : mma ? (wide ? 1 : 3) : wide ? 4 : 5, x, w, bias, y, h, M, N, K, ws, s);
 }

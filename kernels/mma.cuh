@@ -104,43 +104,6 @@ __device__ __forceinline__ void tma_load_2d(void *smem, const void *map, int c0,
                  : "memory");
 }
 
-// tma_load_2d into the same offset of every CTA of the cluster in cta_mask (bit r: rank r), each counting the
-// bytes on its own barrier at bar's offset.
-__device__ __forceinline__ void tma_load_2d_multicast(void *smem, const void *map, int c0, int c1, uint64_t *bar,
-                                                      unsigned cta_mask)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n" ::"r"(smem_u32(smem)),
-                 "l"(map), "r"(c0), "r"(c1), "r"(smem_u32(bar)), "h"((unsigned short)cta_mask)
-                 : "memory");
-}
-
-// This CTA's rank in its cluster.
-__device__ __forceinline__ unsigned cluster_rank()
-{
-    unsigned r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return r;
-}
-
-// One arrival on the barrier at bar's offset in the cluster's CTA of rank `rank` (release at CTA scope, as the
-// local arrival: a cluster-scope release waited for this warp's wgmma group still in flight, 2.2x slower
-// products in clusters; H100, 2026-12-06).
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t *bar, unsigned rank)
-{
-    asm volatile("{\n.reg .b32 remote;\n"
-                 "mapa.shared::cluster.u32 remote, %0, %1;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_u32(bar)),
-                 "r"(rank)
-                 : "memory");
-}
-
-// Every thread of every CTA of the cluster meets here (memory before it visible after it, cluster-wide).
-__device__ __forceinline__ void cluster_sync()
-{
-    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-
 // Orders this thread's earlier shared-memory accesses (generic proxy) before its later bulk copies (async proxy).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 

@@ -5,12 +5,10 @@
  * bit for bit, the same row from the decode kernel (kern_gemm_skinny, M <= 64) or the prompt kernel
  * (kern_gemm_bf16, M > 64) — the reduction rule of kernels.h — and four rows of the 1000-row product must be
  * within fp32 accumulation error of a double-precision product (so a kernel that is consistent but wrong
- * fails too). Rows past M stay untouched, and the arrival counters are back to zero afterwards. All eight
+ * fails too). Rows past M stay untouched, and the arrival counters are back to zero afterwards. All six
  * variants (gemm_wgmma.cu, head comment: 0 unswizzled, 1 the 128-byte swizzle, 2 the same 128 wide, 3 128 wide
  * with a tile's segments run in order by one CTA; gemm_tma.cu: 4 and 5, variants 1 and 3 with the stages
- * filled by tensor copies from a producer warp, 6 and 7 the same in clusters of two CTAs sharing each weight
- * box; an odd count of 128-row tiles, as at M = 130 and 300, leaves a cluster's second CTA past M) are run and
- * asserted.
+ * filled by tensor copies from a producer warp) are run and asserted.
  *
  * GeGLU: at three gate|up shapes (one segment, two, and K = 96 where the mma.sync kernel runs) every kernel's
  * fused GeGLU output h must equal the decode/prompt kernel's bit for bit, and that within bf16 rounding of
@@ -32,29 +30,26 @@
 #include "util/util.h"
 
 /* gemm_wgmma.cu's launcher of one variant (0: unswizzled core matrices, 1: the 128-byte swizzle, 2: the same
- * 128 wide, 3: 128 wide, segments in one CTA, 4 and 5: 1 and 3 by tensor copies, 6 and 7: 4 and 5 in clusters of
- * two sharing the weight boxes). Not in kernels.h: only this
+ * 128 wide, 3: 128 wide, segments in one CTA, 4 and 5: 1 and 3 by tensor copies). Not in kernels.h: only this
  * test chooses one. */
 void kern_gemm_wgmma_variant(int variant, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
                              uint16_t *h, int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s);
 
 #define MAX_M 1000
-#define VARIANTS 8
+#define VARIANTS 6
 
 static const int MS[] = {1, 7, 64, 65, 130, 300, 1000}; /* 7 and 130 run without a bias */
 static const int DOUBLE_ROWS[] = {0, 45, 333, 999};    /* of the 1000-row product: both warpgroups, 4 tiles */
 #define N_DOUBLE_ROWS ((int)(sizeof DOUBLE_ROWS / sizeof *DOUBLE_ROWS))
 
-static int variant_exact[VARIANTS] = {1, 1, 1, 1, 1, 1, 1, 1}; /* every wgmma shape bit-identical and close to double */
+static int variant_exact[VARIANTS] = {1, 1, 1, 1, 1, 1}; /* every wgmma shape bit-identical and close to double */
 
 static const char *const VARIANT_NAMES[VARIANTS] = {"unswizzled",
                                                      "128-byte swizzle",
                                                      "swizzled, 128 wide",
                                                      "128 wide, segments in one CTA",
                                                      "tensor copies, 256 wide",
-                                                     "tensor copies, 128 wide, segments in one CTA",
-                                                     "tensor copies, 256 wide, clusters of 2",
-                                                     "tensor copies, 128 wide, segments in one CTA, clusters of 2"};
+                                                     "tensor copies, 128 wide, segments in one CTA"};
 
 #define CK(call) EXPECTF((call) == cudaSuccess, "%s: %s", #call, cudaGetErrorString(cudaGetLastError()))
 
@@ -275,7 +270,7 @@ static void test_bits(void)
 /* ---- speed ---------------------------------------------------------------------------------------------- */
 #define WARM 3
 #define REPS 10
-enum { K_BF16, K_WGMMA, K_CUBLAS = K_WGMMA + VARIANTS }; /* K_WGMMA + v: variant v */
+enum { K_BF16, K_WGMMA, K_WGMMA_SW, K_WGMMA_128, K_WGMMA_SEQ, K_TMA, K_TMA_SEQ, K_CUBLAS };
 
 /* Median milliseconds of one product by kernel `kind` (no bias), CUDA events around each launch. */
 static double time_gemm(int kind, cublasHandle_t h, const uint16_t *dx, const uint16_t *dw, float *dy, int M, int N,
@@ -287,7 +282,7 @@ static double time_gemm(int kind, cublasHandle_t h, const uint16_t *dx, const ui
         float ms = 0;
         cudaEventRecord(e0, NULL);
         if (kind == K_BF16) kern_gemm_bf16(dx, dw, NULL, dy, NULL, M, N, K, ws, NULL);
-        else if (kind >= K_WGMMA && kind < K_CUBLAS)
+        else if (kind >= K_WGMMA && kind <= K_TMA_SEQ)
             kern_gemm_wgmma_variant(kind - K_WGMMA, dx, dw, NULL, dy, NULL, M, N, K, ws, NULL);
         else if (cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, dw, CUDA_R_16BF, K, dx, CUDA_R_16BF, K, &zero,
                               dy, CUDA_R_32F, N, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) != CUBLAS_STATUS_SUCCESS)
@@ -334,24 +329,26 @@ static void test_speed(void)
     if (cublasCreate(&cb) != CUBLAS_STATUS_SUCCESS) cb = NULL;
     cudaEventCreate(&e0);
     cudaEventCreate(&e1);
-    printf("\n| product | N | K | M | kern_gemm_bf16 TFLOP/s |");
-    for (int v = 0; v < VARIANTS; v++) printf(" %d: %s |", v, VARIANT_NAMES[v]);
-    printf(" best / bf16 | cuBLAS TFLOP/s |\n|---|---:|---:|---:|---:|");
-    for (int v = 0; v < VARIANTS; v++) printf("---:|");
-    printf("---:|---:|\n");
+    printf("\n| product | N | K | M | kern_gemm_bf16 TFLOP/s | wgmma unswizzled | wgmma 128B swizzle | same, 128 wide | 128 wide, segments in one CTA | tensor copies, 256 wide | tensor copies, 128 wide, segments in one CTA | best / bf16 | cuBLAS TFLOP/s |\n");
+    printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (int i = 0; i < ns; i++)
         for (int j = 0; j < nm; j++) {
             int M = SM[j], N = S[i].N, K = S[i].K;
             double fl = 2.0 * M * N * K * 1e-9; /* TFLOP per ms */
-            double tb = time_gemm(K_BF16, cb, dx, dw, dy, M, N, K, &ws, e0, e1), best = tb;
-            printf("| %s | %d | %d | %d | %.0f |", S[i].what, N, K, M, fl / tb);
-            for (int v = 0; v < VARIANTS; v++) {
-                double t = time_gemm(K_WGMMA + v, cb, dx, dw, dy, M, N, K, &ws, e0, e1);
-                best = t < best ? t : best;
-                printf(" %.0f |", fl / t);
-            }
+            double tb = time_gemm(K_BF16, cb, dx, dw, dy, M, N, K, &ws, e0, e1);
+            double tw = time_gemm(K_WGMMA, cb, dx, dw, dy, M, N, K, &ws, e0, e1);
+            double tsw = time_gemm(K_WGMMA_SW, cb, dx, dw, dy, M, N, K, &ws, e0, e1);
+            double t128 = time_gemm(K_WGMMA_128, cb, dx, dw, dy, M, N, K, &ws, e0, e1);
+            double tseq = time_gemm(K_WGMMA_SEQ, cb, dx, dw, dy, M, N, K, &ws, e0, e1), best = tsw;
+            double ttma = time_gemm(K_TMA, cb, dx, dw, dy, M, N, K, &ws, e0, e1);
+            double ttseq = time_gemm(K_TMA_SEQ, cb, dx, dw, dy, M, N, K, &ws, e0, e1);
+            best = t128 < best ? t128 : best;
+            best = tseq < best ? tseq : best;
+            best = ttma < best ? ttma : best;
+            best = ttseq < best ? ttseq : best;
             double tc = cb ? time_gemm(K_CUBLAS, cb, dx, dw, dy, M, N, K, &ws, e0, e1) : -1;
-            printf(" %.2f | ", tb / best);
+            printf("| %s | %d | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f | ", S[i].what, N, K, M,
+                   fl / tb, fl / tw, fl / tsw, fl / t128, fl / tseq, fl / ttma, fl / ttseq, tb / best);
             if (tc > 0) printf("%.0f |\n", fl / tc);
             else printf("- |\n");
             fflush(stdout);
