@@ -13,6 +13,10 @@
 #   [G4_TOKENIZER=…] sh tests/gpu/pending.sh quick [OUT_DIR]
 #       for a session that may get one device call: the product kernels' bits (test_cuda_kernels,
 #       test_cuda_wgmma), the engine test with the defaults, then time's steps.
+#   sh tests/gpu/pending.sh costs [OUT_DIR]
+#       what each kind of small kernel costs a graphed decode step: the decode bench (1, 4 and 16 streams)
+#       as served, then with G4_CUDA_PROFILE_SKIP=prep, attention, norms and all three (cuda_profile.c; the
+#       results are wrong then, the times are the point).
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
 # without cuobjdump) go to one archive, OUT_DIR/pending-WHAT.tgz (default OUT_DIR: /tmp), since the device tool
 # brings back few files.
@@ -76,8 +80,16 @@ time | quick)
     step attention 60 "$b/bench/bench_cuda_attention"
     step attention_late 60 env G4_CUDA_EARLY_LOADS=0 "$b/bench/bench_cuda_attention"
     ;;
+costs)
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+    for k in "" prep attention norms prep,attention,norms; do
+        name=skip_$(echo "${k:-none}" | tr , _)
+        step "$name" 150 env G4_CUDA_PROFILE_SKIP="$k" "$b/g4" bench --model /dev/shm/g4-12b --shape 12b --max-streams 16 --decode-only
+        note "$(grep -E '^\| 1 row \| (1|16) \| 1024 ' "$out/$name.log")"
+    done
+    ;;
 *)
-    echo "usage: sh tests/gpu/pending.sh check|time|quick [OUT_DIR]" >&2
+    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs [OUT_DIR]" >&2
     exit 2
     ;;
 esac

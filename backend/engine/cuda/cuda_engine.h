@@ -124,6 +124,7 @@ struct cuda_engine {
     double *pick_w;              /* samp_pick_sorted scratch (KERN_TOPK_MAX) */
     samp_ws *ws;                 /* samp_sample scratch for host draws */
     struct cuda_prof *prof;      /* NULL unless G4_CUDA_PROFILE=1 */
+    unsigned prof_skip;          /* G4_CUDA_PROFILE_SKIP: kinds left out (bits of enum cuda_prof_kind) */
     struct cuda_graph graphs[CUDA_MAX_GRAPHS];
     int n_graphs, use_graphs;    /* use_graphs: 1 unless G4_CUDA_GRAPHS=0 */
     /* host staging (pinned) */
@@ -174,6 +175,7 @@ void cuda_prof_create(struct cuda_engine *e);
 void cuda_prof_mark(struct cuda_engine *e, enum cuda_prof_kind kind);
 void cuda_prof_pass_done(struct cuda_engine *e, int rows); /* after the pass's sync */
 void cuda_prof_report_free(struct cuda_engine *e);
+int cuda_prof_skips(const struct cuda_engine *e, enum cuda_prof_kind kind); /* G4_CUDA_PROFILE_SKIP leaves it out */
 
 /* cuda_step.c */
 void cuda_run_items(struct cuda_engine *e, const struct engine_item *items, int n_items, const int *lengths);

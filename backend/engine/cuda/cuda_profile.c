@@ -3,7 +3,12 @@
  * The step code marks the stream after each kind of kernel (cuda_prof_mark); after the pass's sync the time
  * between consecutive marks is added to the later mark's kind — launch gaps included, which is the point:
  * what a kernel costs the step, not only its own run time. Passes are grouped by their row count. Graphs are
- * off while profiling (events inside a graph are not what the eager pass sees). */
+ * off while profiling (events inside a graph are not what the eager pass sees).
+ *
+ * What a kind costs a graphed step, with programmatic launch and early loads as served, no event can say:
+ * G4_CUDA_PROFILE_SKIP (a comma list of prep, attention, norms) leaves those kernels out of every pass,
+ * graphs on, so `g4 bench` with and without it gives their cost by difference. Every result is then wrong
+ * (the scratch starts zeroed, so the values stay finite): a timing diagnostic, said loudly at engine create. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,9 +22,38 @@ static const char *const KIND_NAMES[PROF_KINDS] = {
     "geglu (prompt passes)", "down product", "head (norm, product, cap)", "draw (select, copy)",
 };
 
+/* The G4_CUDA_PROFILE_SKIP names and the kinds each leaves out. */
+static const struct {
+    const char *name;
+    unsigned kinds;
+} SKIP_NAMES[] = {
+    {"prep", 1u << PROF_QKV_PREP},
+    {"attention", 1u << PROF_ATTN_SLIDING | 1u << PROF_ATTN_FULL | 1u << PROF_ATTN_MERGE | 1u << PROF_KV_STORE},
+    {"norms", 1u << PROF_RESID},
+};
+
+static void skip_create(struct cuda_engine *e)
+{
+    const char *v = getenv("G4_CUDA_PROFILE_SKIP");
+    char list[128], *save = NULL;
+    if (!v || !*v) return;
+    snprintf(list, sizeof list, "%s", v);
+    for (char *tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        size_t i = 0;
+        while (i < sizeof SKIP_NAMES / sizeof *SKIP_NAMES && strcmp(tok, SKIP_NAMES[i].name)) i++;
+        G4_CHECK(i < sizeof SKIP_NAMES / sizeof *SKIP_NAMES, "G4_CUDA_PROFILE_SKIP: %s is not prep, attention or norms", tok);
+        e->prof_skip |= SKIP_NAMES[i].kinds;
+    }
+    fprintf(stderr, "g4: warning: G4_CUDA_PROFILE_SKIP=%s leaves kernels out of every pass: every result of this "
+                    "engine is wrong (a timing diagnostic)\n", v);
+}
+
+int cuda_prof_skips(const struct cuda_engine *e, enum cuda_prof_kind kind) { return (e->prof_skip >> kind) & 1u; }
+
 void cuda_prof_create(struct cuda_engine *e)
 {
     const char *v = getenv("G4_CUDA_PROFILE");
+    skip_create(e);
     if (!v || strcmp(v, "1")) return;
     e->prof = g4_calloc(1, sizeof *e->prof);
     for (int i = 0; i < CUDA_PROF_EVENTS; i++) CUDA_CHECK(cudaEventCreate(&e->prof->ev[i]));

@@ -108,22 +108,13 @@ static void gate_up(struct cuda_engine *e, const struct cuda_layer *l, int R)
     }
 }
 
-/* One decoder layer over the pass's R rows; e->xn holds the layer's normed input, and on return the next
- * layer's (next_norm), or is stale after the last layer (next_norm NULL). graphed: the launch is recorded in
- * a graph that later passes of the same shape replay, so the attention grid covers every tile the rows could
- * form (R) and its blocks past the pass's own count return at once. */
-static void layer_forward(struct cuda_engine *e, const struct cuda_layer *l, int R, int graphed, const float *next_norm)
+/* Attention of one layer over the pass's R rows (e->q16, e->k_new, e->v_new into e->o), then the cache update:
+ * partials and their merge, which stores the new keys and values, or one CTA per tile and the store. */
+static void attend(struct cuda_engine *e, const struct cuda_layer *l, int R, int graphed)
 {
     const struct cfg_layer *c = l->c;
-    int H = e->H, I = c->intermediate, ts = l->tile_set;
+    int ts = l->tile_set, mask_all = e->opts.image_mask == ENGINE_IMAGE_MASK_ALL_LAYERS;
     kern_stream s = e->stream;
-    int mask_all = e->opts.image_mask == ENGINE_IMAGE_MASK_ALL_LAYERS;
-    gemm(e, e->xn, l->w_qkv, e->qkv, R, l->qkv_n, H);
-    cuda_prof_mark(e, PROF_QKV);
-    kern_qkv_prep(e->qkv, l->qkv_n, c->q_dim, c->k_eq_v ? c->q_dim : c->q_dim + c->kv_dim, l->q_norm, l->k_norm,
-                  l->inv_freq, e->meta, e->rms_eps, R, c->n_heads, c->n_kv_heads, c->head_dim, e->q16, e->k_new,
-                  e->v_new, s);
-    cuda_prof_mark(e, PROF_QKV_PREP);
     int merge = kern_attention(e->q16, e->k_new, e->v_new, l->cache_k, l->cache_v, e->meta,
                                e->tiles + (size_t)ts * e->max_rows, e->n_tiles + ts, graphed ? R : e->h_n_tiles[ts],
                                e->h_n_tiles[ts], R,
@@ -138,14 +129,35 @@ static void layer_forward(struct cuda_engine *e, const struct cuda_layer *l, int
         kern_kv_store(&kv, R, s);
         cuda_prof_mark(e, PROF_KV_STORE);
     }
+}
+
+/* One decoder layer over the pass's R rows; e->xn holds the layer's normed input, and on return the next
+ * layer's (next_norm), or is stale after the last layer (next_norm NULL). graphed: the launch is recorded in
+ * a graph that later passes of the same shape replay, so the attention grid covers every tile the rows could
+ * form (R) and its blocks past the pass's own count return at once. */
+static void layer_forward(struct cuda_engine *e, const struct cuda_layer *l, int R, int graphed, const float *next_norm)
+{
+    const struct cfg_layer *c = l->c;
+    int H = e->H, I = c->intermediate;
+    kern_stream s = e->stream;
+    gemm(e, e->xn, l->w_qkv, e->qkv, R, l->qkv_n, H);
+    cuda_prof_mark(e, PROF_QKV);
+    if (!cuda_prof_skips(e, PROF_QKV_PREP))
+        kern_qkv_prep(e->qkv, l->qkv_n, c->q_dim, c->k_eq_v ? c->q_dim : c->q_dim + c->kv_dim, l->q_norm, l->k_norm,
+                      l->inv_freq, e->meta, e->rms_eps, R, c->n_heads, c->n_kv_heads, c->head_dim, e->q16, e->k_new,
+                      e->v_new, s);
+    cuda_prof_mark(e, PROF_QKV_PREP);
+    if (!cuda_prof_skips(e, PROF_ATTN_SLIDING)) attend(e, l, R, graphed);
     gemm(e, e->o, l->wo, e->t, R, H, c->q_dim);
     cuda_prof_mark(e, PROF_O);
-    kern_residual_norm_add(e->x, e->t, l->post_attn_norm, e->rms_eps, 1.0f, l->pre_ff_norm, e->xn, R, H, s);
+    if (!cuda_prof_skips(e, PROF_RESID))
+        kern_residual_norm_add(e->x, e->t, l->post_attn_norm, e->rms_eps, 1.0f, l->pre_ff_norm, e->xn, R, H, s);
     cuda_prof_mark(e, PROF_RESID);
     gate_up(e, l, R);
     gemm(e, e->h, l->w_down, e->t, R, H, I);
     cuda_prof_mark(e, PROF_DOWN);
-    kern_residual_norm_add(e->x, e->t, l->post_ff_norm, e->rms_eps, l->scalar, next_norm, e->xn, R, H, s);
+    if (!cuda_prof_skips(e, PROF_RESID))
+        kern_residual_norm_add(e->x, e->t, l->post_ff_norm, e->rms_eps, l->scalar, next_norm, e->xn, R, H, s);
     cuda_prof_mark(e, PROF_RESID);
 }
 
