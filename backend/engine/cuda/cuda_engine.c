@@ -21,6 +21,7 @@ void *cuda_alloc(struct cuda_engine *e, size_t bytes)
 {
     void *p = NULL;
     CUDA_CHECK(cudaMalloc(&p, bytes ? bytes : 16));
+    if (e->prof_skip) CUDA_CHECK(cudaMemset(p, 0, bytes)); /* kernels left out (cuda_profile.c): values stay finite */
     if (e->n_allocs == e->cap_allocs) {
         e->cap_allocs = e->cap_allocs ? 2 * e->cap_allocs : 256;
         e->allocs = g4_realloc(e->allocs, (size_t)e->cap_allocs * sizeof *e->allocs);
@@ -266,13 +267,6 @@ static void alloc_scratch(struct cuda_engine *e)
     e->logits = cuda_alloc(e, (size_t)CUDA_LOGIT_ROWS * e->V * 4);
     e->image_rows_cap = e->max_rows;
     e->image_rows = cuda_alloc(e, R * e->H * 4);
-    if (e->prof_skip) { /* kernels left out (cuda_profile.c): what they would write stays finite */
-        void *zero[] = {e->x, e->t, e->xn, e->qkv, e->q16, e->o, e->k_new, e->v_new, e->h, e->part_acc, e->part_ml};
-        size_t bytes[] = {R * e->H * 4, R * e->H * 4, R * e->H * 2, R * e->max_qkv * 4, R * e->max_qd * 2,
-                          R * e->max_qd * 2, R * e->max_kvd * 2, R * e->max_kvd * 2, R * e->max_i * 2,
-                          R * KERN_ATTN_PARTIALS * e->max_qd * 4, R * KERN_ATTN_PARTIALS * 2 * e->max_heads * 4};
-        for (size_t i = 0; i < sizeof zero / sizeof *zero; i++) CUDA_CHECK(cudaMemset(zero[i], 0, bytes[i]));
-    }
     gemm_ws_size(e, &ws_floats, &ws_counters);
     e->gemm_ws.partial = cuda_alloc(e, (size_t)ws_floats * 4);
     e->gemm_ws.counters = cuda_alloc(e, (size_t)ws_counters * 4);

@@ -8,7 +8,8 @@
  * What a kind costs a graphed step, with programmatic launch and early loads as served, no event can say:
  * G4_CUDA_PROFILE_SKIP (a comma list of prep, attention, norms) leaves those kernels out of every pass,
  * graphs on, so `g4 bench` with and without it gives their cost by difference. Every result is then wrong
- * (the scratch starts zeroed, so the values stay finite): a timing diagnostic, said loudly at engine create. */
+ * (every device buffer starts zeroed, so the values stay finite): a timing diagnostic, said loudly at engine
+ * create. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
