@@ -154,9 +154,10 @@ __global__ void __launch_bounds__(32 * NW) gemm_skinny_kernel(const uint16_t *__
 
 // gemm_skinny_tma.cu: variants 6 and 7, the weights streamed by tensor copies from a producer warp (4 or 8
 // consumer warps), the same chains.
+// A tail (kernels.h; NULL: none) is checked by kern_gemm_tail before it comes here.
 extern "C" void kern_gemm_skinny_tma(int warps, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
                                      uint16_t *h, int M, int N, int K, int nseg, const struct kern_gemm_ws *ws,
-                                     kern_stream s);
+                                     const struct kern_tail *tail, kern_stream s);
 
 // One shape's shared memory allowed (once), and how many of its blocks the GPU holds at a time.
 template <int MT, int NW, int S> static int configure()
@@ -217,7 +218,8 @@ template <int NW, int S, bool SLIM> static bool one_wave(int M, int N, int nseg)
 // preferred shape's grid needs a second wave and a lighter shape's does not, the lighter one (the 12B full
 // layers' q|k|v in 2 segments: 544 blocks, 528 resident at 4 x 4 with 16 rows, 660 slim; 21.3 µs against 31.3).
 static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h,
-                           int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
+                           int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s,
+                           const struct kern_tail *tail = NULL)
 {
     int nseg = kern_gemm_segments(N, K);
     if (K % 16 != 0 || M > 64 || (nseg > 1 && (!ws || !ws->partial || !ws->counters)) || v < 0 ||
@@ -234,8 +236,8 @@ static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const fl
         if (v == 2 && !one_wave<8, 4, true>(M, N, nseg) && one_wave<8, 3, true>(M, N, nseg)) v = 4;
     }
     switch (v) {
-    case 6: kern_gemm_skinny_tma(4, x, w, bias, y, h, M, N, K, nseg, ws, s); break;
-    case 7: kern_gemm_skinny_tma(8, x, w, bias, y, h, M, N, K, nseg, ws, s); break;
+    case 6: kern_gemm_skinny_tma(4, x, w, bias, y, h, M, N, K, nseg, ws, tail, s); break;
+    case 7: kern_gemm_skinny_tma(8, x, w, bias, y, h, M, N, K, nseg, ws, tail, s); break;
     case 1: launch_rows<4, 4, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
     case 2: launch_rows<8, 4, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
     case 3: launch_rows<4, 5, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
@@ -252,15 +254,57 @@ static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const fl
 // the exceptions), and 8 consumer warps (variant 7) lost to it nearly everywhere. G4_CUDA_SKINNY_VARIANT=1..7
 // forces a shape everywhere, "mma" takes the cp.async shapes by rows (skinny_variant's choice): tuning knobs,
 // as every shape gives the same bits (test_cuda_kernels).
-extern "C" void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M,
-                                 int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
+static int skinny_default(void)
 {
     static int v = -1;
     if (v < 0) {
         const char *e = getenv("G4_CUDA_SKINNY_VARIANT");
         v = e && !strcmp(e, "mma") ? 0 : e && atoi(e) > 0 && atoi(e) < KERN_SKINNY_VARIANTS ? atoi(e) : 6;
     }
-    skinny_variant(v, x, w, bias, y, h, M, N, K, ws, s);
+    return v;
+}
+
+extern "C" void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M,
+                                 int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
+{
+    skinny_variant(skinny_default(), x, w, bias, y, h, M, N, K, ws, s);
+}
+
+// The row limits of the tails (kernels.h): one stream's decode row takes both; the preparation, one warp per
+// (row, head) in the CTA that completes the head, keeps up to a few rows; the residual, one CTA for all rows,
+// only one.
+extern "C" int kern_tail_rows(int kind)
+{
+    static int rows[2] = {-1, -1};
+    if (rows[0] < 0) {
+        const char *r = getenv("G4_CUDA_TAIL_ROWS_RESIDUAL"), *q = getenv("G4_CUDA_TAIL_ROWS_QKV");
+        rows[0] = r ? atoi(r) : 1;
+        rows[1] = q ? atoi(q) : 4;
+    }
+    return kind == KERN_TAIL_RESIDUAL ? rows[0] : kind == KERN_TAIL_QKV_PREP ? rows[1] : 0;
+}
+
+// Whether the tensor-copy kernel of block width bn can run this tail for M rows of N columns.
+static bool tail_fits(const struct kern_tail *t, int M, int N, int bn)
+{
+    if (!t || !t->counters || M < 1 || M > kern_tail_rows(t->kind)) return false;
+    if (t->kind == KERN_TAIL_RESIDUAL) return N % 4 == 0 && N / 4 <= 512 * 4 && t->x && t->w;
+    if (t->kind != KERN_TAIL_QKV_PREP || t->D <= 0 || t->D % bn || t->D > 512 || N % t->D) return false;
+    int kv_cols = t->v_off == t->k_off ? 1 : 2;
+    return N / t->D <= KERN_TAIL_COUNTERS && N == (t->n_heads + kv_cols * t->n_kv) * t->D &&
+           t->k_off == t->n_heads * t->D && (kv_cols == 1 || t->v_off == t->k_off + t->n_kv * t->D);
+}
+
+extern "C" int kern_gemm_tail(const uint16_t *x, const uint16_t *w, float *y, int M, int N, int K,
+                              const struct kern_gemm_ws *ws, const struct kern_tail *tail, kern_stream s)
+{
+    int v = M <= 64 ? skinny_default() : 0;
+    if ((v != 6 && v != 7) || !tail_fits(tail, M, N, v == 6 ? 32 : 64)) {
+        kern_gemm(x, w, NULL, y, NULL, M, N, K, ws, s);
+        return 0;
+    }
+    skinny_variant(v, x, w, NULL, y, NULL, M, N, K, ws, s, tail);
+    return 1;
 }
 
 extern "C" void kern_gemm_skinny_variant(int v, const uint16_t *x, const uint16_t *w, const float *bias, float *y,

@@ -17,7 +17,10 @@
 // fragments are the same ldmatrix reads at swizzled addresses (tma_swizzled). Rows past M arrive as zeros
 // (the copy's out-of-bounds fill) and are never stored. So every variant gives the same bits
 // (test_cuda_kernels asserts it at every product shape and M).
+#include <string.h>
+
 #include "common.cuh"
+#include "gemm_tail.cuh"
 #include "kernels.h"
 #include "mma.cuh"
 #include "segments.cuh"
@@ -62,7 +65,7 @@ template <int MT, int NW>
 __global__ void __launch_bounds__(st_shape<MT, NW>::THREADS)
     gemm_skinny_tma_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
                            const float *__restrict__ bias, float *__restrict__ Y, uint16_t *__restrict__ H, int M,
-                           int N, int K, int nseg, float *partial, int *counters)
+                           int N, int K, int nseg, float *partial, int *counters, const struct kern_tail tail)
 {
     typedef st_shape<MT, NW> S;
     kern_dep_launch();
@@ -123,11 +126,14 @@ __global__ void __launch_bounds__(st_shape<MT, NW>::THREADS)
                            acc[mi][2 * h], acc[mi][2 * h + 1]);
     }
     if (nseg > 1) seg_finish(Y, H, partial, bias, M, N, nseg, 0, n0, M, S::BN, &counters[blockIdx.x], &last);
+    // the CTA that completed this column tile: the tail's arrival (the stages' memory is free by then)
+    if (tail.kind != KERN_TAIL_NONE && (nseg == 1 || last))
+        gemm_tail_run(tail, Y, M, N, n0, S::BN, reinterpret_cast<float *>(sm));
 }
 
 template <int MT, int NW>
 static void st_launch(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
-                      int K, int nseg, const struct kern_gemm_ws *ws, kern_stream s)
+                      int K, int nseg, const struct kern_gemm_ws *ws, const struct kern_tail *tail, kern_stream s)
 {
     typedef st_shape<MT, NW> S;
     static bool configured = false;
@@ -139,27 +145,29 @@ static void st_launch(const uint16_t *x, const uint16_t *w, const float *bias, f
     CUtensorMap mx = tma_map_rows(x, M, K, S::ROWS, "kern_gemm_skinny_tma");
     CUtensorMap mw = tma_map_rows(w, N, K, S::BN, "kern_gemm_skinny_tma");
     dim3 grid((N + S::BN - 1) / S::BN, nseg);
+    struct kern_tail none;
+    memset(&none, 0, sizeof none);
     kern_launch(gemm_skinny_tma_kernel<MT, NW>, grid, dim3(S::THREADS), S::SMEM, s, mx, mw, bias, y, h, M, N, K, nseg,
-                nseg > 1 ? ws->partial : NULL, nseg > 1 ? ws->counters : NULL);
+                nseg > 1 ? ws->partial : NULL, nseg > 1 ? ws->counters : NULL, tail ? *tail : none);
     KERN_LAUNCHED();
 }
 
 template <int NW>
 static void st_rows(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
-                    int K, int nseg, const struct kern_gemm_ws *ws, kern_stream s)
+                    int K, int nseg, const struct kern_gemm_ws *ws, const struct kern_tail *tail, kern_stream s)
 {
-    if (M <= 16) st_launch<1, NW>(x, w, bias, y, h, M, N, K, nseg, ws, s);
-    else if (M <= 32) st_launch<2, NW>(x, w, bias, y, h, M, N, K, nseg, ws, s);
-    else st_launch<4, NW>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    if (M <= 16) st_launch<1, NW>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
+    else if (M <= 32) st_launch<2, NW>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
+    else st_launch<4, NW>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
 }
 
 // Called by kern_gemm_skinny_variant (gemm_skinny.cu) with its arguments checked, M in 1..64, N > 0.
 extern "C" void kern_gemm_skinny_tma(int warps, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
                                      uint16_t *h, int M, int N, int K, int nseg, const struct kern_gemm_ws *ws,
-                                     kern_stream s)
+                                     const struct kern_tail *tail, kern_stream s)
 {
-    if (warps == 4) st_rows<4>(x, w, bias, y, h, M, N, K, nseg, ws, s);
-    else if (warps == 8) st_rows<8>(x, w, bias, y, h, M, N, K, nseg, ws, s);
+    if (warps == 4) st_rows<4>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
+    else if (warps == 8) st_rows<8>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
     else {
         fprintf(stderr, "g4: fatal: kern_gemm_skinny_tma: %d warps (4 or 8)\n", warps);
         abort();

@@ -111,6 +111,44 @@ void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, fl
 void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                int K, const struct kern_gemm_ws *ws, kern_stream s);
 
+/* ---- product tails (gemm_tail.cuh) ----------------------------------------------------------------------
+ * In a decode step the product y = x · wᵀ is followed by a small kernel that needs whole pieces of y: the
+ * q/k/v preparation (a head's columns) after q|k|v, the residual update (the whole row) after o and down.
+ * Each costs a launch and a dependency per layer (one stream: 0.31 ms of preparation and 0.33 ms of
+ * residual updates in a 9.95 ms step, H100, `pending.sh costs`). A tail runs that kernel's work inside the
+ * product instead: the CTA that completes a head's last column tile (an arrival counter per head), or the
+ * product's last tile (one counter), runs kern_qkv_prep's or kern_residual_norm_add's arithmetic for those
+ * rows, with the same device functions and order (qkv_prep.cuh, norm_rows.cuh): the same bits
+ * (test_cuda_kernels). Only the decode product's tensor-copy variants take tails, and only for up to
+ * kern_tail_rows(kind) rows (one CTA does all rows: slower than the standalone kernel's grid beyond a few);
+ * kern_gemm_tail says whether it took the tail, else the caller launches the standalone kernel.
+ * G4_CUDA_TAIL_ROWS_RESIDUAL and G4_CUDA_TAIL_ROWS_QKV set the row limits (default 1 and 4; 0: no tail), tuning
+ * knobs: either way gives the same bits. */
+enum { KERN_TAIL_NONE, KERN_TAIL_RESIDUAL, KERN_TAIL_QKV_PREP };
+#define KERN_TAIL_COUNTERS 256 /* arrival counters a tail needs at most (heads of a q|k|v product) */
+struct kern_tail {
+    int kind;
+    int *counters; /* KERN_TAIL_COUNTERS ints, zero at rest (the last arrival resets its counter) */
+    float eps;
+    /* residual: x = (x + RMSNorm(y; w)) * scalar, then xn16 = bf16(RMSNorm(x; w_next)) when w_next */
+    float *x;
+    const float *w, *w_next;
+    float scalar;
+    uint16_t *xn16;
+    /* q/k/v preparation of y (rows, N): kern_qkv_prep's arguments, ld = N */
+    int k_off, v_off, n_heads, n_kv, D;
+    const float *q_norm, *k_norm, *inv_freq;
+    const struct kern_row *meta;
+    uint16_t *q_out, *k_out, *v_out;
+};
+int kern_tail_rows(int kind);
+
+/* y = x · wᵀ by kern_gemm (no bias, no GeGLU), then the tail's work; returns 1 where the product ran the
+ * tail, 0 where the caller must launch the standalone kernel (another kernel, too many rows, a shape the tail
+ * does not cover). */
+int kern_gemm_tail(const uint16_t *x, const uint16_t *w, float *y, int M, int N, int K, const struct kern_gemm_ws *ws,
+                   const struct kern_tail *tail, kern_stream s);
+
 /* Row-wise RMSNorm of x (rows, n) fp32 with weight w (n) fp32 (NULL: no weight); writes y32 (fp32) and/or
  * y16 (bf16) when not NULL. */
 void kern_rmsnorm(const float *x, const float *w, float eps, int rows, int n, float *y32, uint16_t *y16,

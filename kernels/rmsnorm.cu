@@ -2,22 +2,18 @@
 // for the logits), and the residual update that follows every attention and MLP block: x = (x + RMSNorm(t))
 // * scalar, fused with the next block's input norm.
 //
-// One block of 512 threads per row. A decode step runs these on one row, where a loop of dependent loads
-// would cost a memory latency per element: each thread loads its (at most VEC_MAX) float4 pieces of the row
-// at once, keeps them in registers, and the row is read once and written once. The sums of squares run in a
-// fixed order (each thread's pieces in order, then a fixed block tree), so a row's result is the same in any
-// launch. Rows whose length is not a multiple of 4 or is too long take the scalar loop.
+// One block of NR_THREADS (512) threads per row. A decode step runs these on one row, where a loop of dependent
+// loads would cost a memory latency per element: each thread loads its (at most NR_VEC_MAX) float4 pieces of
+// the row at once, keeps them in registers, and the row is read once and written once. The arithmetic and
+// the order of the sums are norm_rows.cuh's, which the decode product's tail shares (gemm_tail.cuh), so a
+// row's result is the same in any launch and in either form. Rows whose length is not a multiple of 4 or is
+// too long take the scalar loop (never the tail).
 #include "common.cuh"
 #include "kernels.h"
+#include "norm_rows.cuh"
 
-#define THREADS 512
-#define VEC_MAX 4 // float4 pieces per thread: rows up to 8192
-
-__device__ __forceinline__ float4 ld4(const float *p, int i) { return reinterpret_cast<const float4 *>(p)[i]; }
-
-__device__ __forceinline__ float sq4(float4 v) { return v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w; }
-
-__device__ __forceinline__ bool vec_ok(int n) { return n % 4 == 0 && n / 4 <= THREADS * VEC_MAX; }
+#define THREADS NR_THREADS
+#define VEC_MAX NR_VEC_MAX
 
 // y = x * scale * w (w may be NULL) for this thread's pieces, to fp32 and/or bf16; wpre: w's pieces already
 // loaded (early loads), or NULL.
@@ -28,14 +24,10 @@ __device__ __forceinline__ void store_normed(const float4 *v, int nv, const floa
     for (int j = 0; j < VEC_MAX; j++) {
         int q = threadIdx.x + j * THREADS;
         if (q >= nv) break;
-        float4 a = v[j], ww = !w ? make_float4(1.0f, 1.0f, 1.0f, 1.0f) : wpre ? wpre[j] : ld4(w, q);
-        float o[4] = {a.x * scale * ww.x, a.y * scale * ww.y, a.z * scale * ww.z, a.w * scale * ww.w};
-        if (y32) reinterpret_cast<float4 *>(y32)[q] = make_float4(o[0], o[1], o[2], o[3]);
-        if (y16) {
-            uint2 packed = make_uint2((uint32_t)f32_to_bf16_bits(o[0]) | ((uint32_t)f32_to_bf16_bits(o[1]) << 16),
-                                      (uint32_t)f32_to_bf16_bits(o[2]) | ((uint32_t)f32_to_bf16_bits(o[3]) << 16));
-            reinterpret_cast<uint2 *>(y16)[q] = packed;
-        }
+        float4 ww = !w ? make_float4(1.0f, 1.0f, 1.0f, 1.0f) : wpre ? wpre[j] : nr_ld4(w, q);
+        float4 o = nr_norm4(v[j], scale, ww);
+        if (y32) reinterpret_cast<float4 *>(y32)[q] = o;
+        if (y16) nr_store_bf16x4(y16, q, o);
     }
 }
 
@@ -45,21 +37,20 @@ __device__ __forceinline__ float rms_scale(const float4 *v, int nv, int n, float
     float ss = 0.0f;
 #pragma unroll
     for (int j = 0; j < VEC_MAX; j++)
-        if (threadIdx.x + j * THREADS < nv) ss += sq4(v[j]);
-    ss = block_sum(ss, scratch);
-    return 1.0f / sqrtf(ss / (float)n + eps);
+        if (threadIdx.x + j * THREADS < nv) ss = __fadd_rn(ss, nr_sq4(v[j]));
+    return nr_scale(block_sum(ss, scratch), n, eps);
 }
 
 __device__ void norm_row(const float *row, const float *w, float eps, int n, float *y32, uint16_t *y16)
 {
     __shared__ float scratch[32];
-    if (vec_ok(n)) {
+    if (nr_vec_ok(n)) {
         float4 v[VEC_MAX];
         int nv = n / 4;
 #pragma unroll
         for (int j = 0; j < VEC_MAX; j++) {
             int q = threadIdx.x + j * THREADS;
-            v[j] = q < nv ? ld4(row, q) : make_float4(0, 0, 0, 0);
+            v[j] = q < nv ? nr_ld4(row, q) : make_float4(0, 0, 0, 0);
         }
         store_normed(v, nv, w, NULL, rms_scale(v, nv, n, eps, scratch), y32, y16);
         return;
@@ -102,11 +93,11 @@ __global__ void __launch_bounds__(THREADS) residual_norm_add_kernel(float *__res
                                                                     uint16_t *__restrict__ xn16, int n, int early)
 {
     kern_dep_launch();
-    if (!early || !vec_ok(n)) kern_dep_wait();
+    if (!early || !nr_vec_ok(n)) kern_dep_wait();
     __shared__ float scratch[32];
     const float *tr = t + (size_t)blockIdx.x * n;
     float *xr = x + (size_t)blockIdx.x * n;
-    if (vec_ok(n)) {
+    if (nr_vec_ok(n)) {
         // early loads (kernels.h): both norms' weights (the pass's constants) are asked for before the wait
         // for the product, not after each block sum
         float4 tv[VEC_MAX], xv[VEC_MAX], wv[VEC_MAX], wn[VEC_MAX];
@@ -116,25 +107,23 @@ __global__ void __launch_bounds__(THREADS) residual_norm_add_kernel(float *__res
             for (int j = 0; j < VEC_MAX; j++) {
                 int q = threadIdx.x + j * THREADS;
                 if (q >= nv) break;
-                wv[j] = ld4(w, q);
-                if (w_next) wn[j] = ld4(w_next, q);
+                wv[j] = nr_ld4(w, q);
+                if (w_next) wn[j] = nr_ld4(w_next, q);
             }
             kern_dep_wait();
         }
 #pragma unroll
         for (int j = 0; j < VEC_MAX; j++) {
             int q = threadIdx.x + j * THREADS;
-            tv[j] = q < nv ? ld4(tr, q) : make_float4(0, 0, 0, 0);
-            xv[j] = q < nv ? ld4(xr, q) : make_float4(0, 0, 0, 0);
+            tv[j] = q < nv ? nr_ld4(tr, q) : make_float4(0, 0, 0, 0);
+            xv[j] = q < nv ? nr_ld4(xr, q) : make_float4(0, 0, 0, 0);
         }
         float scale = rms_scale(tv, nv, n, eps, scratch);
 #pragma unroll
         for (int j = 0; j < VEC_MAX; j++) {
             int q = threadIdx.x + j * THREADS;
             if (q >= nv) break;
-            float4 ww = early ? wv[j] : ld4(w, q), a = tv[j], b = xv[j];
-            b = make_float4((b.x + a.x * scale * ww.x) * scalar, (b.y + a.y * scale * ww.y) * scalar,
-                            (b.z + a.z * scale * ww.z) * scalar, (b.w + a.w * scale * ww.w) * scalar);
+            float4 b = nr_resid4(xv[j], tv[j], scale, early ? wv[j] : nr_ld4(w, q), scalar);
             xv[j] = b;
             reinterpret_cast<float4 *>(xr)[q] = b;
         }

@@ -54,9 +54,10 @@ step() { # name limit command...: runs it, keeps its log, notes its status
 benches() { # the g4 bench with each setting (G4_DEFAULTS=1: none), the lines that decide into the summary
     bench="--model /dev/shm/g4-12b --shape 12b --max-prefill 8192 --max-streams 16"
     for s in "$@"; do
-        step "bench_${s%%=*}" 200 env $(echo "$s" | tr , ' ') "$b/g4" bench $bench
-        note "$(grep -E '^\| 1 row \| (1|16) \| 1024 |^\| 1 stream, context 1024 \| 16 |first token, 1000-token prompt|^\| (512|2048|8192) \|' \
-            "$out/bench_${s%%=*}.log")"
+        n=bench_$(echo "$s" | tr -c 'A-Za-z0-9_\n' _)
+        step "$n" 200 env $(echo "$s" | tr , ' ') "$b/g4" bench $bench
+        note "$(grep -E '^\| 1 row \| (1|4|16) \| 1024 |^\| 1 stream, context 1024 \| 16 |first token, 1000-token prompt|^\| (512|2048|8192) \|' \
+            "$out/$n.log")"
         [ "$s" = G4_DEFAULTS=1 ] && step products 150 "$b/bench/bench_cuda_products"
     done
 }
@@ -76,7 +77,8 @@ time | quick)
         step wgmma 120 "$b/tests/test_cuda_wgmma"
         step engine 120 env G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine"
     fi
-    benches G4_DEFAULTS=1 "$mma" G4_CUDA_EARLY_LOADS=0
+    # G4_PENDING_BENCHES: the settings to bench (spaces between settings, commas within one)
+    benches ${G4_PENDING_BENCHES:-G4_DEFAULTS=1 $mma G4_CUDA_EARLY_LOADS=0}
     step attention 60 "$b/bench/bench_cuda_attention"
     step attention_late 60 env G4_CUDA_EARLY_LOADS=0 "$b/bench/bench_cuda_attention"
     ;;

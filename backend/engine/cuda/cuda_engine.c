@@ -192,7 +192,7 @@ static size_t scratch_bytes(const struct cuda_engine *e, int rows)
     per_row += sizeof(struct kern_select_row) + (size_t)KERN_TOPK_MAX * 8 + 4;  /* draws: selection, candidates */
     gemm_ws_size(e, &ws_floats, &ws_counters);
     return per_row * rows + (size_t)CUDA_LOGIT_ROWS * e->V * 4 + (size_t)rows * e->H * 4 /* image rows */ +
-           (size_t)ws_floats * 4 + (size_t)ws_counters * 4 + cuda_topk_ws_keys(e->V) * 8 +
+           (size_t)ws_floats * 4 + (size_t)(ws_counters + KERN_TAIL_COUNTERS) * 4 + cuda_topk_ws_keys(e->V) * 8 +
            (e->geglu_fused_prompt ? 0 : (size_t)CUDA_GEGLU_ROWS * 2 * e->max_i * 4) /* gu */;
 }
 
@@ -271,6 +271,8 @@ static void alloc_scratch(struct cuda_engine *e)
     e->gemm_ws.partial = cuda_alloc(e, (size_t)ws_floats * 4);
     e->gemm_ws.counters = cuda_alloc(e, (size_t)ws_counters * 4);
     CUDA_CHECK(cudaMemset(e->gemm_ws.counters, 0, (size_t)ws_counters * 4));
+    e->tail_counters = cuda_alloc(e, KERN_TAIL_COUNTERS * 4);
+    CUDA_CHECK(cudaMemset(e->tail_counters, 0, KERN_TAIL_COUNTERS * 4));
     e->h_tokens = cuda_alloc_pinned(R * sizeof *e->h_tokens);
     e->h_image_index = cuda_alloc_pinned(R * sizeof *e->h_image_index);
     e->h_logit_rows = cuda_alloc_pinned(R * sizeof *e->h_logit_rows);

@@ -100,6 +100,7 @@ struct cuda_engine {
     struct kern_tile *tiles;    /* CUDA_TILE_SETS lists of max_rows tiles */
     int *n_tiles;               /* (CUDA_TILE_SETS) */
     struct kern_gemm_ws gemm_ws;
+    int *tail_counters;         /* the product tails' arrival counters (KERN_TAIL_COUNTERS, zero at rest) */
     int image_rows_cap;         /* rows image_rows can hold */
     int max_qd, max_kvd, max_qkv, max_i, max_heads;
     int tile_d[CUDA_TILE_SETS], tile_group[CUDA_TILE_SETS], n_tile_sets; /* head dim, group of each list */

@@ -6,7 +6,8 @@
  * Per layer: the input norm (fused into the previous layer's last residual update), one q|k|v product,
  * q/k/v norms and RoPE, attention (partials, then their merge), the cache update, the output product, the
  * residual update fused with the MLP's input norm, one gate|up product, GeGLU, the down product, and the
- * residual update fused with the next layer's input norm. The logits rows of every item go through the final
+ * residual update fused with the next layer's input norm. In a decode pass of few rows the norms and RoPE
+ * and the residual updates run in the tails of the products before them (kernels.h, "product tails"). The logits rows of every item go through the final
  * norm and the tied head together, CUDA_LOGIT_ROWS at a time, and their tokens are drawn (cuda_sample.c). */
 #include <string.h>
 
@@ -80,11 +81,6 @@ static void upload_rows(struct cuda_engine *e, int R, int L)
     cuda_sample_upload(e, L);
 }
 
-static void gemm(struct cuda_engine *e, const uint16_t *x, const uint16_t *w, float *y, int M, int N, int K)
-{
-    kern_gemm(x, w, NULL, y, NULL, M, N, K, &e->gemm_ws, e->stream);
-}
-
 /* h = GeGLU(gate, up) of the pass's R normed rows, in the product's epilogue. With G4_CUDA_GEGLU_FUSED=0,
  * prompt passes write the fp32 product, CUDA_GEGLU_ROWS rows at a time, and run kern_geglu over it, which on
  * the H200 was 3.5 % faster at 512 prompt tokens than the version-7 epilogue (one 2-byte element a lane); the
@@ -131,6 +127,39 @@ static void attend(struct cuda_engine *e, const struct cuda_layer *l, int R, int
     }
 }
 
+/* y = the product, then the residual update x = (x + RMSNorm(y; w)) * scalar and the next block's input norm
+ * (w_next) into xn: in the product's tail where it takes one (kernels.h), else by the standalone kernel. */
+static void product_residual(struct cuda_engine *e, const uint16_t *x, const uint16_t *w, int R, int K, const float *norm,
+                             float scalar, const float *w_next, enum cuda_prof_kind kind)
+{
+    struct kern_tail tl = {.kind = KERN_TAIL_RESIDUAL, .counters = e->tail_counters, .eps = e->rms_eps, .x = e->x,
+                           .w = norm, .w_next = w_next, .scalar = scalar, .xn16 = e->xn};
+    int skip = cuda_prof_skips(e, PROF_RESID);
+    int tail = kern_gemm_tail(x, w, e->t, R, e->H, K, &e->gemm_ws, skip ? NULL : &tl, e->stream);
+    cuda_prof_mark(e, kind); /* with the tail where it ran */
+    if (tail || skip) return;
+    kern_residual_norm_add(e->x, e->t, norm, e->rms_eps, scalar, w_next, e->xn, R, e->H, e->stream);
+    cuda_prof_mark(e, PROF_RESID);
+}
+
+/* The q|k|v product and its preparation (q/k norms, RoPE, v norm into q16, k_new, v_new): in the product's
+ * tail where it takes one, else by kern_qkv_prep. */
+static void qkv_product(struct cuda_engine *e, const struct cuda_layer *l, int R)
+{
+    const struct cfg_layer *c = l->c;
+    int v_off = c->k_eq_v ? c->q_dim : c->q_dim + c->kv_dim, skip = cuda_prof_skips(e, PROF_QKV_PREP);
+    struct kern_tail tl = {.kind = KERN_TAIL_QKV_PREP, .counters = e->tail_counters, .eps = e->rms_eps,
+                           .k_off = c->q_dim, .v_off = v_off, .n_heads = c->n_heads, .n_kv = c->n_kv_heads,
+                           .D = c->head_dim, .q_norm = l->q_norm, .k_norm = l->k_norm, .inv_freq = l->inv_freq,
+                           .meta = e->meta, .q_out = e->q16, .k_out = e->k_new, .v_out = e->v_new};
+    int tail = kern_gemm_tail(e->xn, l->w_qkv, e->qkv, R, l->qkv_n, e->H, &e->gemm_ws, skip ? NULL : &tl, e->stream);
+    cuda_prof_mark(e, PROF_QKV); /* with the tail where it ran */
+    if (tail || skip) return;
+    kern_qkv_prep(e->qkv, l->qkv_n, c->q_dim, v_off, l->q_norm, l->k_norm, l->inv_freq, e->meta, e->rms_eps, R,
+                  c->n_heads, c->n_kv_heads, c->head_dim, e->q16, e->k_new, e->v_new, e->stream);
+    cuda_prof_mark(e, PROF_QKV_PREP);
+}
+
 /* One decoder layer over the pass's R rows; e->xn holds the layer's normed input, and on return the next
  * layer's (next_norm), or is stale after the last layer (next_norm NULL). graphed: the launch is recorded in
  * a graph that later passes of the same shape replay, so the attention grid covers every tile the rows could
@@ -138,27 +167,11 @@ static void attend(struct cuda_engine *e, const struct cuda_layer *l, int R, int
 static void layer_forward(struct cuda_engine *e, const struct cuda_layer *l, int R, int graphed, const float *next_norm)
 {
     const struct cfg_layer *c = l->c;
-    int H = e->H, I = c->intermediate;
-    kern_stream s = e->stream;
-    gemm(e, e->xn, l->w_qkv, e->qkv, R, l->qkv_n, H);
-    cuda_prof_mark(e, PROF_QKV);
-    if (!cuda_prof_skips(e, PROF_QKV_PREP))
-        kern_qkv_prep(e->qkv, l->qkv_n, c->q_dim, c->k_eq_v ? c->q_dim : c->q_dim + c->kv_dim, l->q_norm, l->k_norm,
-                      l->inv_freq, e->meta, e->rms_eps, R, c->n_heads, c->n_kv_heads, c->head_dim, e->q16, e->k_new,
-                      e->v_new, s);
-    cuda_prof_mark(e, PROF_QKV_PREP);
+    qkv_product(e, l, R);
     if (!cuda_prof_skips(e, PROF_ATTN_SLIDING)) attend(e, l, R, graphed);
-    gemm(e, e->o, l->wo, e->t, R, H, c->q_dim);
-    cuda_prof_mark(e, PROF_O);
-    if (!cuda_prof_skips(e, PROF_RESID))
-        kern_residual_norm_add(e->x, e->t, l->post_attn_norm, e->rms_eps, 1.0f, l->pre_ff_norm, e->xn, R, H, s);
-    cuda_prof_mark(e, PROF_RESID);
+    product_residual(e, e->o, l->wo, R, c->q_dim, l->post_attn_norm, 1.0f, l->pre_ff_norm, PROF_O);
     gate_up(e, l, R);
-    gemm(e, e->h, l->w_down, e->t, R, H, I);
-    cuda_prof_mark(e, PROF_DOWN);
-    if (!cuda_prof_skips(e, PROF_RESID))
-        kern_residual_norm_add(e->x, e->t, l->post_ff_norm, e->rms_eps, l->scalar, next_norm, e->xn, R, H, s);
-    cuda_prof_mark(e, PROF_RESID);
+    product_residual(e, e->h, l->w_down, R, c->intermediate, l->post_ff_norm, l->scalar, next_norm, PROF_DOWN);
 }
 
 /* Final norm, tied head and soft-cap for the pass's logits rows, CUDA_LOGIT_ROWS at a time; each chunk's
@@ -168,7 +181,7 @@ static void pass_logits(struct cuda_engine *e, int n_logits)
     for (int first = 0; first < n_logits; first += CUDA_LOGIT_ROWS) {
         int n = n_logits - first < CUDA_LOGIT_ROWS ? n_logits - first : CUDA_LOGIT_ROWS;
         kern_rmsnorm_gather(e->x, e->logit_rows + first, e->final_norm, e->rms_eps, n, e->H, e->xn, e->stream);
-        gemm(e, e->xn, e->embed, e->logits, n, e->V, e->H);
+        kern_gemm(e->xn, e->embed, NULL, e->logits, NULL, n, e->V, e->H, &e->gemm_ws, e->stream);
         if (e->has_softcap) kern_softcap(e->logits, (long)n * e->V, e->softcap, e->stream);
         cuda_prof_mark(e, PROF_HEAD);
         cuda_sample_chunk(e, first, n);
