@@ -66,8 +66,9 @@ static double time_decode(struct engine *e, int streams, int ctx, int window, in
     return util_median(t, BENCH_STEPS);
 }
 
-/* Rows per prompt chunk in the prefill figures: ENGINE_CHUNK_ROWS, or --chunk. */
-static long bench_chunk = ENGINE_CHUNK_ROWS;
+/* Rows per prompt chunk in the prefill figures: 0 for the chunks a stream alone on the server gets
+ * (prefill_next_end), or --chunk. */
+static long bench_chunk = 0;
 
 /* Seconds to prefill T tokens in one stream (chunks of bench_chunk), logits of the last row only. */
 static double time_prefill(struct engine *e, int T, int V)
@@ -226,7 +227,10 @@ int cmd_bench(int argc, char **argv)
             fflush(stdout);
         }
     }
-    printf("\nprefill in chunks of %ld rows\n\n| prefill tokens | seconds | tokens/s |\n|---|---|---|\n", bench_chunk);
+    if (bench_chunk) printf("\nprefill in chunks of %ld rows\n", bench_chunk);
+    else printf("\nprefill in the chunks of a stream alone: %d rows of text, %d with an image\n", ENGINE_SOLO_CHUNK_ROWS,
+                ENGINE_CHUNK_ROWS);
+    printf("\n| prefill tokens | seconds | tokens/s |\n|---|---|---|\n");
     for (size_t p = 0; p < sizeof prefills / sizeof *prefills; p++) {
         double t;
         if (prefills[p] > max_prefill || prefills[p] + 1 > o.max_context) continue;

@@ -180,7 +180,7 @@ int cmd_generate(int argc, char **argv)
     out_ids = g4_malloc((size_t)p.max_tokens * sizeof *out_ids);
     s = engine_stream_open(e);
     t0 = util_now();
-    if (prefill_run(e, s, pr.ids, pr.n, pr.images, pr.n_images, ENGINE_CHUNK_ROWS, logits, 0, err)) goto fail;
+    if (prefill_run(e, s, pr.ids, pr.n, pr.images, pr.n_images, 0, logits, 0, err)) goto fail; /* as served alone */
     /* the first token from the prompt's logits on the host; the rest drawn by the engine (on the device for
      * CUDA): the same algorithm, so the same tokens */
     int32_t next = samp_sample(&p, logits, (uint64_t)pr.n, ws);

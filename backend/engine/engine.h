@@ -26,6 +26,7 @@
 #include "model/model.h"
 
 #define ENGINE_CHUNK_ROWS 512  /* rows a prompt chunk aims for */
+#define ENGINE_SOLO_CHUNK_ROWS 1024  /* rows a text-only chunk aims for in a step of its own (prefill_next_end) */
 #define ENGINE_MAX_CHUNK 1280  /* rows of one item: a chunk grows past ENGINE_CHUNK_ROWS only to hold a whole image (≤ 1120 rows) */
 #define ENGINE_MAX_WINDOW 16  /* rows of one decode window */
 

@@ -22,6 +22,16 @@ int prefill_chunk_end(const int32_t *ids, int n, int start, int32_t image_token,
     return end;
 }
 
+int prefill_next_end(const int32_t *ids, int n, int start, int32_t image_token, int alone)
+{
+    if (alone) {
+        int end = prefill_chunk_end(ids, n, start, image_token, ENGINE_SOLO_CHUNK_ROWS), i = start;
+        while (i < end && ids[i] != image_token) i++;
+        if (i == end) return end;
+    }
+    return prefill_chunk_end(ids, n, start, image_token, ENGINE_CHUNK_ROWS);
+}
+
 int prefill_image_blocks(const int32_t *ids, int n, int32_t image_token, const struct prefill_image *imgs,
                          int n_imgs, int *block, char *err)
 {
@@ -68,7 +78,9 @@ int prefill_run(struct engine *e, int stream, const int32_t *ids, int n, const s
                 goto done;
     }
     for (int start = 0, img_row = 0; start < n;) {
-        int end = prefill_chunk_end(ids, n, start, image_token, chunk_rows), n_img = 0;
+        int end = chunk_rows ? prefill_chunk_end(ids, n, start, image_token, chunk_rows)
+                             : prefill_next_end(ids, n, start, image_token, 1);
+        int n_img = 0;
         struct engine_item it = {0};
         for (int i = start; i < end; i++) n_img += block[i] >= 0;
         it.stream = stream;

@@ -40,6 +40,7 @@ struct sched_slot {
     struct sched_req *r;        /* NULL when free */
     int stream;                 /* engine stream id */
     int fed;                    /* prompt rows already run through the engine */
+    int chunk_end;              /* the end of this step's prompt chunk (plan_locked), when prompting */
     int32_t next_token;         /* the token the next decode row feeds */
     int n_gen;                  /* tokens sampled */
     int *blocks;                /* (prompt n) image block of each prompt row, -1 text; NULL without images */

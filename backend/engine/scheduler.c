@@ -1,7 +1,7 @@
 /* scheduler — the engine thread (scheduler.h): admission from the queue, the plan of each step (one decode
- * row per running stream, prompt chunks up to ENGINE_CHUNK_ROWS rows), the engine step, sampling and
- * detokenizing, and posting results into the outboxes. Requests, outboxes and statistics as other threads
- * see them are in sched_req.c.
+ * row per running stream, prompt chunks up to ENGINE_CHUNK_ROWS rows, ENGINE_SOLO_CHUNK_ROWS of text alone),
+ * the engine step, sampling and detokenizing, and posting results into the outboxes. Requests, outboxes and
+ * statistics as other threads see them are in sched_req.c.
  *
  * Locking: the engine thread holds s->lock while it plans and posts, and drops it for the engine step and for
  * sampling, so the service thread's polls never wait for the engine. Slots are the engine thread's alone. */
@@ -190,7 +190,8 @@ static void end_requests_locked(struct sched *s, double now)
 
 /* Chooses this step's items: a decode row for every running stream whose outbox has room (others pause),
  * then prompt chunks, oldest request first, while the step holds at most ENGINE_CHUNK_ROWS prompt rows (a
- * first chunk may be longer to hold a whole image). Marks slots; returns the number of items. Lock held. */
+ * first chunk may be longer to hold a whole image, or ENGINE_SOLO_CHUNK_ROWS of text in a step of its own).
+ * Marks slots and their chunk ends; returns the number of items. Lock held. */
 static int plan_locked(struct sched *s, struct sched_loop *L, double now)
 {
     int n = 0, prefill_rows = 0;
@@ -216,8 +217,9 @@ static int plan_locked(struct sched *s, struct sched_loop *L, double now)
         if (best < 0) break;
         {
             struct sched_slot *sl = &s->slots[best];
-            rows = prefill_chunk_end(sl->r->prompt.ids, sl->r->prompt.n, sl->fed, s->image_token, ENGINE_CHUNK_ROWS) -
-                   sl->fed;
+            /* a chunk alone in its step (no decode rows) may be longer when it is text: prefill_next_end */
+            sl->chunk_end = prefill_next_end(sl->r->prompt.ids, sl->r->prompt.n, sl->fed, s->image_token, n == 0);
+            rows = sl->chunk_end - sl->fed;
             if (prefill_rows > 0 && prefill_rows + rows > ENGINE_CHUNK_ROWS) break;
             prefill_rows += rows;
             sl->in_step = 1;
@@ -259,7 +261,7 @@ static int build_item(struct sched *s, struct sched_loop *L, int k, int i)
         return 0;
     }
     {
-        int start = sl->fed, end = prefill_chunk_end(r->prompt.ids, r->prompt.n, start, s->image_token, ENGINE_CHUNK_ROWS);
+        int start = sl->fed, end = sl->chunk_end;
         int n_img = 0;
         it->n = end - start;
         it->tokens = r->prompt.ids + start;

@@ -2,8 +2,8 @@
  *
  * Why: the server has one engine (one device, one set of KV caches) and many clients. The scheduler owns the
  * engine from its own thread. Every engine step mixes one decode row per running stream with prompt chunks of
- * the streams still prefilling (chunks cut by prefill_chunk_end, ≤ ENGINE_CHUNK_ROWS prompt rows per step,
- * never splitting an image), samples each stream's next token with samp_sample keyed by (seed, position),
+ * the streams still prefilling (chunks cut by prefill_next_end, ≤ ENGINE_CHUNK_ROWS prompt rows per step but
+ * ENGINE_SOLO_CHUNK_ROWS of text alone, never splitting an image), samples each stream's next token with samp_sample keyed by (seed, position),
  * detokenizes it, applies stop strings and posts the text into the request's outbox. Requests past the
  * stream count wait in a bounded FIFO queue whose positions are reported.
  *
