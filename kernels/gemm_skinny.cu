@@ -270,15 +270,15 @@ extern "C" void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const flo
     skinny_variant(skinny_default(), x, w, bias, y, h, M, N, K, ws, s);
 }
 
-// The row limits of the tails (kernels.h): one stream's decode row takes both; the preparation, one warp per
-// (row, head) in the CTA that completes the head, keeps up to a few rows; the residual, one CTA for all rows,
-// only one.
+// The row limits of the tails (kernels.h): the preparation, one warp per (row, head) in the CTA that completes
+// the head, up to a few rows; the residual, one CTA for all rows after every tile, none by default (one row
+// cost more in the tail than in its own kernel: version 13).
 extern "C" int kern_tail_rows(int kind)
 {
     static int rows[2] = {-1, -1};
     if (rows[0] < 0) {
         const char *r = getenv("G4_CUDA_TAIL_ROWS_RESIDUAL"), *q = getenv("G4_CUDA_TAIL_ROWS_QKV");
-        rows[0] = r ? atoi(r) : 1;
+        rows[0] = r ? atoi(r) : 0;
         rows[1] = q ? atoi(q) : 4;
     }
     return kind == KERN_TAIL_RESIDUAL ? rows[0] : kind == KERN_TAIL_QKV_PREP ? rows[1] : 0;

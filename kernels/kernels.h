@@ -122,8 +122,9 @@ void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y
  * (test_cuda_kernels). Only the decode product's tensor-copy variants take tails, and only for up to
  * kern_tail_rows(kind) rows (one CTA does all rows: slower than the standalone kernel's grid beyond a few);
  * kern_gemm_tail says whether it took the tail, else the caller launches the standalone kernel.
- * G4_CUDA_TAIL_ROWS_RESIDUAL and G4_CUDA_TAIL_ROWS_QKV set the row limits (default 1 and 4; 0: no tail), tuning
- * knobs: either way gives the same bits. */
+ * G4_CUDA_TAIL_ROWS_RESIDUAL and G4_CUDA_TAIL_ROWS_QKV set the row limits (default 0 and 4; 0: no tail), tuning
+ * knobs: either way gives the same bits. The residual tail is off by default: it made one stream's step 0.5 ms
+ * longer on the H100 where the q|k|v tail saves 0.12 ms (docs/perf.md, version 13). */
 enum { KERN_TAIL_NONE, KERN_TAIL_RESIDUAL, KERN_TAIL_QKV_PREP };
 #define KERN_TAIL_COUNTERS 256 /* arrival counters a tail needs at most (heads of a q|k|v product) */
 struct kern_tail {
