@@ -135,8 +135,9 @@ __device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16
     }
 }
 
-template <int D, int W>
-__global__ void __launch_bounds__(32 * W, 1) attention_kernel(
+// MINB: CTAs per multiprocessor the registers must allow (1, or 2 for prompt blocks: prompt_ctas()).
+template <int D, int W, int MINB>
+__global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_new, const uint16_t *__restrict__ v_new,
     const uint16_t *__restrict__ cache_k, const uint16_t *__restrict__ cache_v, const struct kern_row *__restrict__ meta,
     const struct kern_tile *__restrict__ tiles, const int *__restrict__ n_tiles, int n_heads, int n_kv, int cap,
@@ -492,8 +493,22 @@ static int partial_groups(int units, int decode)
 
 extern "C" int kern_attention_groups(int tiles, int n_kv, int decode) { return partial_groups(tiles * n_kv, decode); }
 
-template <int D, int W>
-static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
+// Whether prompt blocks of head dim D are compiled for two per multiprocessor (MINB 2: at most 128 registers,
+// the rest spilled; the shared memory of two fits up to D 256): one block of 8 warps per multiprocessor waits
+// on its loads and barriers with nothing else to run. G4_CUDA_ATTN_PROMPT_CTAS (1 or 2) chooses; a tuning
+// knob, as the arithmetic is the same either way.
+static int prompt_ctas(int D)
+{
+    static int ctas = 0;
+    if (!ctas) {
+        const char *v = getenv("G4_CUDA_ATTN_PROMPT_CTAS");
+        ctas = v && atoi(v) == 2 ? 2 : 1;
+    }
+    return D <= 256 ? ctas : 1; // two blocks of head dim 512 would need 332 KB of shared memory
+}
+
+template <int D, int W, int MINB>
+static void launch_one(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
                    int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
@@ -502,13 +517,27 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
     static bool configured = false;
     int smem = (int)(sizeof(uint16_t) * (S::NSLOT + 2 * KB) * S::LDS);
     if (!configured) {
-        KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D, W, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         configured = true;
     }
-    kern_launch(attention_kernel<D, W>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new, cache_k,
+    kern_launch(attention_kernel<D, W, MINB>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new, cache_k,
                 cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml, out,
                 kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0);
     KERN_LAUNCHED();
+}
+
+template <int D, int W>
+static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
+                   const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
+                   const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
+                   int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
+{
+    if constexpr (W == AW_PROMPT && D <= 256)
+        if (prompt_ctas(D) == 2)
+            return launch_one<D, W, 2>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles, n_heads,
+                                       n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);
+    launch_one<D, W, 1>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles, n_heads, n_kv, cap,
+                        is_full, window, mask_all, wz, part_acc, part_ml, out, s);
 }
 
 extern "C" int kern_attention_tile_rows(int D, int group, int decode)

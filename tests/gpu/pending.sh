@@ -17,6 +17,10 @@
 #       what each kind of small kernel costs a graphed decode step: the decode bench (1, 4 and 16 streams)
 #       as served, then with G4_CUDA_PROFILE_SKIP=prep, attention, norms and all three (cuda_profile.c; the
 #       results are wrong then, the times are the point).
+#   sh tests/gpu/pending.sh prompt [OUT_DIR]
+#       prompt attention compiled for two blocks per multiprocessor (G4_CUDA_ATTN_PROMPT_CTAS=2, attention.cu):
+#       prefill and first token on a 12-layer 12B (quick to write) with 1 and 2, alternating, and 2 with more
+#       partials; then its bits: the engine test on the wide model (head dims 256 and 512, row-exact checks).
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
 # without cuobjdump) go to one archive, OUT_DIR/pending-WHAT.tgz (default OUT_DIR: /tmp), since the device tool
 # brings back few files.
@@ -26,7 +30,7 @@ dest=${2:-/tmp}
 out=/tmp/g4-pending-$what
 b=${G4_BUILD:-build}
 here=$(dirname "$0")
-mkdir -p "$out"
+mkdir -p "$out" "$dest"
 export LD_LIBRARY_PATH="$PWD/.devlibs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 # the products before version 11 (commas join a setting's variables)
 mma=G4_CUDA_SKINNY_VARIANT=mma,G4_CUDA_WGMMA=mma,G4_CUDA_GEGLU_FUSED=0
@@ -90,8 +94,20 @@ costs)
         note "$(grep -E '^\| 1 row \| (1|16) \| 1024 ' "$out/$name.log")"
     done
     ;;
+prompt)
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+    i=0
+    for k in 1 2 2,G4_CUDA_ATTN_PER_SM=1 1 2; do
+        i=$((i + 1))
+        name=prompt${i}_ctas_$(echo "$k" | tr -c 'A-Za-z0-9_\n' _)
+        step "$name" 120 env G4_CUDA_ATTN_PROMPT_CTAS=$(echo "$k" | tr , ' ') "$b/g4" bench \
+            --model /dev/shm/g4-12b-12 --shape 12b --layers 12 --max-streams 1 --max-prefill 8192
+        note "$(grep -E 'first token, 1000-token prompt|^\| (512|2048|8192) \|' "$out/$name.log")"
+    done
+    step engine_ctas2 200 env G4_CUDA_ATTN_PROMPT_CTAS=2 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine"
+    ;;
 *)
-    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs [OUT_DIR]" >&2
+    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|prompt [OUT_DIR]" >&2
     exit 2
     ;;
 esac
