@@ -135,8 +135,10 @@ __device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16
     }
 }
 
-// MINB: CTAs per multiprocessor the registers must allow (1, or 2 for prompt blocks: prompt_ctas()).
-template <int D, int W, int MINB>
+// MINB: CTAs per multiprocessor the registers must allow (1, or 2 for prompt blocks: prompt_ctas()). NB: key
+// and value buffers of each kind (1, or 2 for prompt blocks: prompt_buffers()), so that NB pairs' loads are in
+// flight while a pair's scores and products run.
+template <int D, int W, int MINB, int NB>
 __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_new, const uint16_t *__restrict__ v_new,
     const uint16_t *__restrict__ cache_k, const uint16_t *__restrict__ cache_v, const struct kern_row *__restrict__ meta,
@@ -154,10 +156,16 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     typedef attn_shape<D, W> S;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     uint16_t(*qs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw);
-    uint16_t(*ks)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * S::NSLOT * S::LDS);
-    uint16_t(*vs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * (S::NSLOT + KB) * S::LDS);
+    // buffer n: its keys after the queries, its values after all the key buffers
+    auto ksb = [&](int n) {
+        return reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * (S::NSLOT + n * KB) * S::LDS);
+    };
+    auto vsb = [&](int n) {
+        return reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * (S::NSLOT + (NB + n) * KB) * S::LDS);
+    };
+    uint16_t(*ks)[S::LDS] = ksb(0), (*vs)[S::LDS] = vsb(0);
     __shared__ int range_lo, range_hi;
-    __shared__ uint64_t bars[2]; // a key block's and a value block's arrival (load_block)
+    __shared__ uint64_t bars[2 * NB]; // buffer n's key block (2n) and value block (2n + 1) arrivals (load_block)
     __shared__ float red_max[S::XG][S::PARTS][16], red_sum[S::XG][S::PARTS][16];
     __shared__ __align__(16) uint16_t pw[S::XG][16][KB + 8]; // the group's bf16 weights of one block
     constexpr int NT = S::NT;
@@ -171,8 +179,8 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     const bool live = grp * 16 < n_slots;
 
     if (threadIdx.x == 0) {
-        mbar_init(&bars[0], 1);
-        mbar_init(&bars[1], 1);
+#pragma unroll
+        for (int n = 0; n < 2 * NB; n++) mbar_init(&bars[n], 1);
         mbar_init_fence();
     }
     if (warp == 0) { // the union of the tile's rows' ranges
@@ -202,8 +210,9 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     }
     // This CTA's partials are blockIdx.z, + WZ, ... (WZ = gridDim.z, the host's choice); each runs exactly as
     // if alone. The (partial, block) pairs form one sequence, and the next pair's keys load while this pair's
-    // weights and products run, its values while the scores run (one load in flight per buffer; kpar and vpar
-    // are the parities of the buffers' next phases), across partial boundaries too. A partial with no visible
+    // weights and products run, its values while the scores run (one load in flight per buffer, NB buffers of
+    // each kind taken in turn; kpar and vpar hold the parities of the buffers' next phases), across partial
+    // boundaries too. A partial with no visible
     // block is written empty. first_pair: the sequence's first pair to load (lw = NP: none).
     auto first_of = [&](int b_first, int w) { return b_first + ((w - b_first % NP) % NP + NP) % NP; };
     auto first_pair = [&](int lo, int hi, int *lw, int *lb) {
@@ -235,13 +244,27 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     __syncthreads();
     const int lo = range_lo, hi = range_hi;
     const int b_first = lo / KB, b_last = hi / KB;
-    int lw, lb; // the next pair to load
+    int lw = NP, lb = 0; // the next pair to load (lw = NP: none)
+    auto advance = [&]() { // b + NP in this partial, else the next partial's first
+        lb += NP;
+        while (lw < NP && lb > b_last) lw += WZ, lb = first_of(b_first, lw);
+    };
     first_pair(lo, hi, &lw, &lb);
     if (!early && lw < NP) {
         load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[0]);
         load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[1]);
     }
-    unsigned kpar = 0, vpar = 0;
+    advance();
+#pragma unroll
+    for (int n = 1; n < NB; n++) { // the next pairs into the other buffers
+        if (lw < NP) {
+            load_block<D>(ksb(n), k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * n]);
+            load_block<D>(vsb(n), v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * n + 1]);
+        }
+        advance();
+    }
+    unsigned kpar = 0, vpar = 0; // bit n: the parity of buffer n's next phase
+    int buf = 0;                 // the buffer of the pair being run
     cp_async_wait<0>(); // the queries (visible to all after the loop's first __syncthreads)
     // with one CTA per tile (WZ = 1) the partials fold here, in order, by the merge kernel's rule
     float rm[2] = {-INFINITY, -INFINITY}, rl[2] = {0.0f, 0.0f}, ro[S::DP / 8][4];
@@ -254,12 +277,11 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
         for (int j = 0; j < S::DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
         for (int b = first_of(b_first, w); b <= b_last; b += NP) {
             const int kb0 = b * KB;
-            // (w, b) is the pair loaded last; the next one: b + NP in this partial, else the next partial's first
-            lb += NP;
-            while (lw < NP && lb > b_last) lw += WZ, lb = first_of(b_first, lw);
+            // (w, b) is in buffer buf; (lw, lb), the next pair to load, goes into it once it is read
             const bool more = lw < NP;
-            mbar_wait(&bars[0], kpar);
-            kpar ^= 1;
+            uint16_t(*kc_)[S::LDS] = ksb(buf), (*vc_)[S::LDS] = vsb(buf);
+            mbar_wait(&bars[2 * buf], (kpar >> buf) & 1u);
+            kpar ^= 1u << buf;
             __syncthreads();
 
             // scores: 16 slots x this warp's KW keys (KB / PARTS: the group's warps split the block's keys), tiles
@@ -274,14 +296,14 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
 #pragma unroll
                 for (int nj = 0; nj < NT / 2; nj++) {
                     uint32_t r[4];
-                    ldmatrix_x4(r, &ks[kw0 + nj * 16 + (lane & 7) + ((lane >> 4) << 3)][kc * 16 + ((lane >> 3) & 1) * 8]);
+                    ldmatrix_x4(r, &kc_[kw0 + nj * 16 + (lane & 7) + ((lane >> 4) << 3)][kc * 16 + ((lane >> 3) & 1) * 8]);
                     uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
                     mma_bf16_16816(sc[2 * nj], a, b0);
                     mma_bf16_16816(sc[2 * nj + 1], a, b1);
                 }
             }
             __syncthreads(); // every warp has its scores: the key buffer is free
-            if (more) load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[0]);
+            if (more) load_block<D>(kc_, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * buf]);
             // mask (not needed where the slot sees the whole block: the image block rule only adds keys); the
             // block maximum of each of the two slots over the group's warps (a maximum: any order)
             float bm[2];
@@ -359,8 +381,8 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
                 o[j][2] *= corr[1];
                 o[j][3] *= corr[1];
             }
-            mbar_wait(&bars[1], vpar);
-            vpar ^= 1;
+            mbar_wait(&bars[2 * buf + 1], (vpar >> buf) & 1u);
+            vpar ^= 1u << buf;
             __syncthreads();
             // o += p · v over the block's 4 chunks of 16 keys (the weights from registers when one warp holds
             // them all, else from the group's shared rows)
@@ -377,14 +399,16 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
 #pragma unroll
                 for (int dj = 0; dj < S::DP / 16; dj++) {
                     uint32_t r[4];
-                    ldmatrix_x4_trans(r, &vs[kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8][dpart * S::DP + dj * 16 + (lane >> 4) * 8]);
+                    ldmatrix_x4_trans(r, &vc_[kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8][dpart * S::DP + dj * 16 + (lane >> 4) * 8]);
                     uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
                     mma_bf16_16816(o[2 * dj], a, b0);
                     mma_bf16_16816(o[2 * dj + 1], a, b1);
                 }
             }
             __syncthreads(); // the value buffer is free
-            if (more) load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[1]);
+            if (more) load_block<D>(vc_, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * buf + 1]);
+            advance();
+            buf = NB > 1 ? (buf + 1) % NB : 0;
         }
 
         if (WZ == 1) {
@@ -497,17 +521,31 @@ extern "C" int kern_attention_groups(int tiles, int n_kv, int decode) { return p
 // the rest spilled; the shared memory of two fits up to D 256): one block of 8 warps per multiprocessor waits
 // on its loads and barriers with nothing else to run. G4_CUDA_ATTN_PROMPT_CTAS (1 or 2) chooses; a tuning
 // knob, as the arithmetic is the same either way.
+static int knob_two(const char *name)
+{
+    const char *v = getenv(name);
+    return v && atoi(v) == 2 ? 2 : 1;
+}
+
 static int prompt_ctas(int D)
 {
     static int ctas = 0;
-    if (!ctas) {
-        const char *v = getenv("G4_CUDA_ATTN_PROMPT_CTAS");
-        ctas = v && atoi(v) == 2 ? 2 : 1;
-    }
+    if (!ctas) ctas = knob_two("G4_CUDA_ATTN_PROMPT_CTAS");
     return D <= 256 ? ctas : 1; // two blocks of head dim 512 would need 332 KB of shared memory
 }
 
-template <int D, int W, int MINB>
+// Whether prompt blocks of head dim D keep two pairs' keys and values in flight (NB 2: 179 KB of shared memory
+// at D 256, so one block per multiprocessor; G4_CUDA_ATTN_PROMPT_BUFFERS, 1 or 2, chooses, and wins over
+// G4_CUDA_ATTN_PROMPT_CTAS): the loads of the pair after next run while a pair's scores and products do, where
+// with one buffer each load waits for the buffer's last reader. The same arithmetic either way.
+static int prompt_buffers(int D)
+{
+    static int nb = 0;
+    if (!nb) nb = knob_two("G4_CUDA_ATTN_PROMPT_BUFFERS");
+    return D <= 256 ? nb : 1; // at D 512 two of each would need 299 KB
+}
+
+template <int D, int W, int MINB, int NB>
 static void launch_one(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
@@ -515,12 +553,13 @@ static void launch_one(const uint16_t *q, const uint16_t *k_new, const uint16_t 
 {
     typedef attn_shape<D, W> S;
     static bool configured = false;
-    int smem = (int)(sizeof(uint16_t) * (S::NSLOT + 2 * KB) * S::LDS);
+    int smem = (int)(sizeof(uint16_t) * (S::NSLOT + 2 * NB * KB) * S::LDS);
     if (!configured) {
-        KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D, W, MINB>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D, W, MINB, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        smem));
         configured = true;
     }
-    kern_launch(attention_kernel<D, W, MINB>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new, cache_k,
+    kern_launch(attention_kernel<D, W, MINB, NB>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new, cache_k,
                 cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml, out,
                 kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0);
     KERN_LAUNCHED();
@@ -532,12 +571,16 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
                    const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
                    int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
 {
-    if constexpr (W == AW_PROMPT && D <= 256)
+    if constexpr (W == AW_PROMPT && D <= 256) {
+        if (prompt_buffers(D) == 2)
+            return launch_one<D, W, 1, 2>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles,
+                                          n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);
         if (prompt_ctas(D) == 2)
-            return launch_one<D, W, 2>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles, n_heads,
-                                       n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);
-    launch_one<D, W, 1>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles, n_heads, n_kv, cap,
-                        is_full, window, mask_all, wz, part_acc, part_ml, out, s);
+            return launch_one<D, W, 2, 1>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles,
+                                          n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);
+    }
+    launch_one<D, W, 1, 1>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles, n_heads, n_kv, cap,
+                           is_full, window, mask_all, wz, part_acc, part_ml, out, s);
 }
 
 extern "C" int kern_attention_tile_rows(int D, int group, int decode)
