@@ -17,12 +17,13 @@
 #       what each kind of small kernel costs a graphed decode step: the decode bench (1, 4 and 16 streams)
 #       as served, then with G4_CUDA_PROFILE_SKIP=prep, attention, norms and all three (cuda_profile.c; the
 #       results are wrong then, the times are the point).
-#   sh tests/gpu/pending.sh prompt [OUT_DIR]
-#       prompt attention compiled for two blocks per multiprocessor (G4_CUDA_ATTN_PROMPT_CTAS=2) or with two
-#       pairs' keys and values in flight (G4_CUDA_ATTN_PROMPT_BUFFERS=2), attention.cu: prefill and first token
-#       on a 12-layer 12B (quick to write) with each, alternating with the default, and two blocks with more
-#       partials; then the bits: the engine test (wide model: head dims 256 and 512, row-exact checks) with
-#       the defaults, with two blocks and with two buffers.
+#   sh tests/gpu/pending.sh attention [OUT_DIR]
+#       the attention knobs not yet run (attention.cu, kernels.h), on a 12-layer 12B (quick to write): prompt
+#       attention compiled for two blocks per multiprocessor (G4_CUDA_ATTN_PROMPT_CTAS=2) or with two pairs'
+#       keys and values in flight (G4_CUDA_ATTN_PROMPT_BUFFERS=2), prefill and first token alternating with the
+#       default; the merge's tail (G4_CUDA_ATTN_MERGE_TAIL=1), decode steps of 1 and 4 streams alternating with
+#       the default; then the bits: the engine test (wide model: head dims 256 and 512, row-exact checks) with
+#       the defaults and with each knob, and memcheck with the tail and two buffers.
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
 # without cuobjdump) go to one archive, OUT_DIR/pending-WHAT.tgz (default OUT_DIR: /tmp), since the device tool
 # brings back few files.
@@ -96,7 +97,7 @@ costs)
         note "$(grep -E '^\| 1 row \| (1|16) \| 1024 ' "$out/$name.log")"
     done
     ;;
-prompt)
+attention)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     i=0
     for k in X=1 G4_CUDA_ATTN_PROMPT_CTAS=2 G4_CUDA_ATTN_PROMPT_BUFFERS=2 G4_CUDA_ATTN_PROMPT_CTAS=2,G4_CUDA_ATTN_PER_SM=1 \
@@ -107,12 +108,22 @@ prompt)
             --model /dev/shm/g4-12b-12 --shape 12b --layers 12 --max-streams 1 --max-prefill 8192
         note "$(grep -E 'first token, 1000-token prompt|^\| (512|2048|8192) \|' "$out/$name.log")"
     done
-    step engine_defaults 150 env G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine"
-    step engine_ctas2 150 env G4_CUDA_ATTN_PROMPT_CTAS=2 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_ctas2"
-    step engine_buffers2 150 env G4_CUDA_ATTN_PROMPT_BUFFERS=2 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_buffers2"
+    for k in X=1 G4_CUDA_ATTN_MERGE_TAIL=1 X=1 G4_CUDA_ATTN_MERGE_TAIL=1; do
+        i=$((i + 1))
+        name=decode${i}_$(echo "$k" | sed 's/G4_CUDA_ATTN_//g' | tr -c 'A-Za-z0-9_\n' _)
+        step "$name" 60 env "$k" "$b/g4" bench --model /dev/shm/g4-12b-12 --shape 12b --layers 12 --max-streams 4 \
+            --decode-only
+        note "$(grep -E '^\| 1 row \| (1|4) \| ' "$out/$name.log")"
+    done
+    step engine_defaults 120 env G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine"
+    step engine_ctas2 120 env G4_CUDA_ATTN_PROMPT_CTAS=2 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_ctas2"
+    step engine_buffers2 120 env G4_CUDA_ATTN_PROMPT_BUFFERS=2 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_buffers2"
+    step engine_merge_tail 120 env G4_CUDA_ATTN_MERGE_TAIL=1 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_tail"
+    step memcheck_tail_buffers2 150 env G4_CUDA_ATTN_MERGE_TAIL=1 G4_CUDA_ATTN_PROMPT_BUFFERS=2 G4_GPU_TESTS=memcheck \
+        sh "$here/run.sh" "$out/memcheck"
     ;;
 *)
-    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|prompt [OUT_DIR]" >&2
+    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|attention [OUT_DIR]" >&2
     exit 2
     ;;
 esac
