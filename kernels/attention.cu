@@ -163,7 +163,7 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     const uint16_t *__restrict__ cache_k, const uint16_t *__restrict__ cache_v, const struct kern_row *__restrict__ meta,
     const struct kern_tile *__restrict__ tiles, const int *__restrict__ n_tiles, int n_heads, int n_kv, int cap,
     int is_full, int window, int mask_all, float *__restrict__ part_acc, float *__restrict__ part_ml,
-    uint16_t *__restrict__ out, int early, struct kern_attn_tail tail, int use_tail)
+    uint16_t *__restrict__ out, int early, struct kern_attn_tail tail)
 {
     kern_dep_launch();
     // a graph's grid covers every tile its rows could form; blocks past the pass's own return before waiting
@@ -468,7 +468,7 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
             for (int j = 0; j < S::DP / 8; j++)
                 *(uint32_t *)&dst[j * 8 + 2 * t] = pack_bf16x2(ro[j][2 * h] / rl[h], ro[j][2 * h + 1] / rl[h]);
         }
-    } else if (use_tail) { // the merge's tail (kernels.h): the last of the (tile, kv head)'s WZ CTAs to arrive
+    } else if (tail.counters) { // the merge's tail (kernels.h): the last of the (tile, kv head)'s WZ CTAs to arrive
         __shared__ int last;
         __threadfence(); // this CTA's partials, before its arrival
         __syncthreads();
@@ -555,16 +555,10 @@ extern "C" int kern_attention_groups(int tiles, int n_kv, int decode) { return p
 // the rest spilled; the shared memory of two fits up to D 256): one block of 8 warps per multiprocessor waits
 // on its loads and barriers with nothing else to run. G4_CUDA_ATTN_PROMPT_CTAS (1 or 2) chooses; a tuning
 // knob, as the arithmetic is the same either way.
-static int knob_two(const char *name)
-{
-    const char *v = getenv(name);
-    return v && atoi(v) == 2 ? 2 : 1;
-}
-
 static int prompt_ctas(int D)
 {
     static int ctas = 0;
-    if (!ctas) ctas = knob_two("G4_CUDA_ATTN_PROMPT_CTAS");
+    if (!ctas) ctas = env_positive("G4_CUDA_ATTN_PROMPT_CTAS", 1) == 2 ? 2 : 1;
     return D <= 256 ? ctas : 1; // two blocks of head dim 512 would need 332 KB of shared memory
 }
 
@@ -575,7 +569,7 @@ static int prompt_ctas(int D)
 static int prompt_buffers(int D)
 {
     static int nb = 0;
-    if (!nb) nb = knob_two("G4_CUDA_ATTN_PROMPT_BUFFERS");
+    if (!nb) nb = env_positive("G4_CUDA_ATTN_PROMPT_BUFFERS", 1) == 2 ? 2 : 1;
     return D <= 256 ? nb : 1; // at D 512 two of each would need 299 KB
 }
 
@@ -598,7 +592,7 @@ static void launch_one(const uint16_t *q, const uint16_t *k_new, const uint16_t 
     kern_launch(attention_kernel<D, W, MINB, NB>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new,
                 cache_k, cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml,
                 out, kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0,
-                tail ? *tail : none, tail ? 1 : 0);
+                tail ? *tail : none);
     KERN_LAUNCHED();
 }
 
@@ -638,7 +632,7 @@ extern "C" int kern_attention(const uint16_t *q, const uint16_t *k_new, const ui
                               const struct kern_attn_tail *tail, kern_stream s)
 {
     static int tail_on = -1; // G4_CUDA_ATTN_MERGE_TAIL (kernels.h): a tuning knob, the same bits either way
-    if (tail_on < 0) tail_on = getenv("G4_CUDA_ATTN_MERGE_TAIL") && atoi(getenv("G4_CUDA_ATTN_MERGE_TAIL")) == 1;
+    if (tail_on < 0) tail_on = env_positive("G4_CUDA_ATTN_MERGE_TAIL", 0) == 1;
     if (rows == 0 || max_tiles == 0) return 0;
     if (split_tiles < 1 || split_tiles > max_tiles) {
         fprintf(stderr, "g4: fatal: kern_attention: split by %d tiles of at most %d\n", split_tiles, max_tiles);

@@ -3,13 +3,14 @@
  * Why: the server has one engine (one device, one set of KV caches) and many clients. The scheduler owns the
  * engine from its own thread. Every engine step mixes one decode row per running stream with prompt chunks of
  * the streams still prefilling (chunks cut by prefill_next_end, ≤ ENGINE_CHUNK_ROWS prompt rows per step but
- * ENGINE_SOLO_CHUNK_ROWS of text alone, never splitting an image), samples each stream's next token with samp_sample keyed by (seed, position),
- * detokenizes it, applies stop strings and posts the text into the request's outbox. Requests past the
- * stream count wait in a bounded FIFO queue whose positions are reported.
+ * ENGINE_SOLO_CHUNK_ROWS of text alone, never splitting an image), samples each stream's next token with
+ * samp_sample keyed by (seed, position), detokenizes it, applies stop strings and posts the text into the
+ * request's outbox. Requests past the stream count wait in a bounded FIFO queue whose positions are reported.
  *
  * Exactness: a request's tokens depend only on its own prompt and parameters: the engine computes each item
- * independently, prompts are always chunked the same way, and every draw is keyed by (seed, position). So a
- * reply beside 63 others equals the same request alone (design.md, "Exactness contract").
+ * independently, a row's results do not depend on the chunk it runs in (so a prompt may be cut into longer
+ * chunks when it runs alone), and every draw is keyed by (seed, position). So a reply beside 63 others equals
+ * the same request alone (design.md, "Exactness contract").
  *
  * Outboxes: the engine thread never waits for a reader. Each request has an outbox (a queue position, pending
  * text, a final result) that the server's service thread drains with sched_poll. Consecutive text coalesces;
