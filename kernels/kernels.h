@@ -107,7 +107,9 @@ void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float *bias, flo
 void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                      int K, const struct kern_gemm_ws *ws, kern_stream s);
 
-/* The product by the kernel that suits M (decode kernel up to 64 rows, wgmma above); same bits either way. */
+/* The product by the kernel that suits M (decode kernel up to 64 rows, wgmma above; G4_CUDA_WGMMA_ROWS moves
+ * the cut down, kern_wgmma_rows); same bits either way. */
+int kern_wgmma_rows(void);
 void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                int K, const struct kern_gemm_ws *ws, kern_stream s);
 

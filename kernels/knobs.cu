@@ -30,3 +30,15 @@ extern "C" void kern_set_early_loads(int on)
     early_loads_read_env();
     early_loads = on != 0;
 }
+
+// G4_CUDA_WGMMA_ROWS (kernels.h, kern_gemm): the row count from which a product runs on the wgmma kernel instead
+// of the decode kernel; default 65 (the decode kernel up to 64 rows). Same bits either way.
+extern "C" int kern_wgmma_rows(void)
+{
+    static int rows = -1;
+    if (rows < 0) {
+        const char *v = getenv("G4_CUDA_WGMMA_ROWS");
+        rows = v && atoi(v) > 0 ? atoi(v) : 65;
+    }
+    return rows;
+}

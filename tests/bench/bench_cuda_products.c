@@ -8,7 +8,8 @@
  * it is read again, as in a real step, where the next layer's weights are elsewhere. Launches follow each other on one
  * stream with programmatic dependent launch, as in a step's graph. Times: the median of 5 rounds of 40 launches, for
  * the engine's default (kern_gemm_skinny), the cp.async shapes' choice by M and the grid's waves (variant 0) and each
- * forced shape (kern_gemm_skinny_variant: warps x stages), so a new choice can be read off the table. Without a GPU
+ * forced shape (kern_gemm_skinny_variant: warps x stages), then the prompt kernel (kern_gemm_wgmma, which kern_gemm
+ * takes from G4_CUDA_WGMMA_ROWS rows), so a new choice can be read off the table. Without a GPU
  * (or a CUDA build) it says so and exits 0. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +33,8 @@ static const struct product PRODUCTS[] = {
     {"head (tied embedding)", 262144, 3840, 0},
 };
 
-/* One product's launch on copy `copy` of the weights, by forced variant v at M rows (-1: kern_gemm_skinny). */
+/* One product's launch on copy `copy` of the weights, by forced variant v at M rows (-1: kern_gemm_skinny,
+ * KERN_SKINNY_VARIANTS: the prompt kernel, kern_gemm_wgmma). */
 struct product_run {
     const struct product *p;
     int v, M;
@@ -49,17 +51,18 @@ static void product_launch(void *ctx, int copy)
     const struct product_run *r = ctx;
     float *y = r->p->geglu ? NULL : r->y;
     uint16_t *h = r->p->geglu ? r->h : NULL;
-    if (r->v < 0) kern_gemm_skinny(r->x, r->w[copy], NULL, y, h, r->M, r->p->N, r->p->K, r->ws, r->s);
+    if (r->v == KERN_SKINNY_VARIANTS) kern_gemm_wgmma(r->x, r->w[copy], NULL, y, h, r->M, r->p->N, r->p->K, r->ws, r->s);
+    else if (r->v < 0) kern_gemm_skinny(r->x, r->w[copy], NULL, y, h, r->M, r->p->N, r->p->K, r->ws, r->s);
     else kern_gemm_skinny_variant(r->v, r->x, r->w[copy], NULL, y, h, r->M, r->p->N, r->p->K, r->ws, r->s);
 }
 
 int main(void)
 {
-    static const int ROWS[] = {1, 2, 4, 8, 16, 64};
+    static const int ROWS[] = {1, 2, 4, 8, 16, 32, 64};
     double rate;
     if (!bench_cuda_open("bench_cuda_products", &rate)) return 0;
-    printf("| product | N | K | segments | rows | µs | GB/s of weights | %% of copy rate | µs, cp.async choice | 4x4 | 8x4 | 4x5 | 8x3 | 4x4, 16 rows | 4 warps by tensor copies | 8 warps by tensor copies |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    printf("| product | N | K | segments | rows | µs | GB/s of weights | %% of copy rate | µs, cp.async choice | 4x4 | 8x4 | 4x5 | 8x3 | 4x4, 16 rows | 4 warps by tensor copies | 8 warps by tensor copies | wgmma (prompt kernel) |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     cudaStream_t s;
     BENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     for (size_t pi = 0; pi < sizeof PRODUCTS / sizeof *PRODUCTS; pi++) {
@@ -84,15 +87,15 @@ int main(void)
         BENCH_CUDA_CHECK(cudaMalloc((void **)&ws.counters, (size_t)kern_gemm_ws_counters(64, p->N) * sizeof(int)));
         BENCH_CUDA_CHECK(cudaMemset(ws.counters, 0, (size_t)kern_gemm_ws_counters(64, p->N) * sizeof(int)));
         for (size_t ri = 0; ri < sizeof ROWS / sizeof *ROWS; ri++) {
-            double us[KERN_SKINNY_VARIANTS + 1]; /* us[v + 1]: variant v, us[0] the default */
-            for (int v = -1; v < KERN_SKINNY_VARIANTS; v++) {
+            double us[KERN_SKINNY_VARIANTS + 2]; /* us[v + 1]: variant v, us[0] the default, then wgmma */
+            for (int v = -1; v <= KERN_SKINNY_VARIANTS; v++) {
                 struct product_run run = {p, v, ROWS[ri], w, x, y, h, &ws, s};
                 us[v + 1] = bench_cuda_median_us(product_launch, &run, copies, LAUNCHES, s);
             }
             double gbs = wbytes / (us[0] * 1e-6) / 1e9;
             printf("| %s | %d | %d | %d | %d | %.1f | %.0f | %.0f |", p->what, p->N, p->K,
                    kern_gemm_segments(p->N, p->K), ROWS[ri], us[0], gbs, 100.0 * gbs * 1e9 / rate);
-            for (int v = 0; v < KERN_SKINNY_VARIANTS; v++) printf(" %.1f |", us[v + 1]);
+            for (int v = 0; v <= KERN_SKINNY_VARIANTS; v++) printf(" %.1f |", us[v + 1]);
             printf("\n");
         }
         for (int i = 0; i < copies; i++) BENCH_CUDA_CHECK(cudaFree(w[i]));

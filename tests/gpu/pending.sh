@@ -24,6 +24,10 @@
 #       default; the merge's tail (G4_CUDA_ATTN_MERGE_TAIL=1), decode steps of 1 and 4 streams alternating with
 #       the default; then the bits: the engine test (wide model: head dims 256 and 512, row-exact checks) with
 #       the defaults and with each knob, and memcheck with the tail and two buffers.
+#   sh tests/gpu/pending.sh rows [OUT_DIR]
+#       the cut between the decode and the prompt product kernels (G4_CUDA_WGMMA_ROWS, kern_gemm): the
+#       products table with the wgmma column, the decode bench up to 64 streams of the whole 12B with the cut at
+#       65 (the default), 33 and 17 rows, then the engine test with the cut at 2 rows (bits).
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
 # without cuobjdump) go to one archive, OUT_DIR/pending-WHAT.tgz (default OUT_DIR: /tmp), since the device tool
 # brings back few files.
@@ -125,6 +129,18 @@ attention)
 *)
     echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|attention [OUT_DIR]" >&2
     exit 2
+    ;;
+rows)
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+    step products 200 "$b/bench/bench_cuda_products"
+    i=0
+    for k in X=1 G4_CUDA_WGMMA_ROWS=33 G4_CUDA_WGMMA_ROWS=17 X=1; do
+        i=$((i + 1))
+        name=decode${i}_$(echo "$k" | sed 's/G4_CUDA_//g' | tr -c 'A-Za-z0-9_\n' _)
+        step "$name" 150 env "$k" "$b/g4" bench --model /dev/shm/g4-12b --shape 12b --max-streams 64 --decode-only
+        note "$(grep -E '^\| 1 row \| (1|16|64) \| ' "$out/$name.log")"
+    done
+    step engine_wgmma_rows2 120 env G4_CUDA_WGMMA_ROWS=2 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_rows2"
     ;;
 esac
 echo "$summary" >"$out/summary.txt"
