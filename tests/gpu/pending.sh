@@ -18,12 +18,12 @@
 #       as served, then with G4_CUDA_PROFILE_SKIP=prep, attention, norms and all three (cuda_profile.c; the
 #       results are wrong then, the times are the point).
 #   sh tests/gpu/pending.sh attention [OUT_DIR]
-#       the attention knobs not yet run (attention.cu, kernels.h), on a 12-layer 12B (quick to write): prompt
+#       the attention knobs not yet run (attention.cu, kernels.h): first the engine test (wide model: head dims
+#       256 and 512, row-exact checks) with the defaults; then, on a 12-layer 12B (quick to write), prompt
 #       attention compiled for two blocks per multiprocessor (G4_CUDA_ATTN_PROMPT_CTAS=2) or with two pairs'
 #       keys and values in flight (G4_CUDA_ATTN_PROMPT_BUFFERS=2), prefill and first token alternating with the
 #       default; the merge's tail (G4_CUDA_ATTN_MERGE_TAIL=1), decode steps of 1 and 4 streams alternating with
-#       the default; then the bits: the engine test (wide model: head dims 256 and 512, row-exact checks) with
-#       the defaults and with each knob, and memcheck with the tail and two buffers.
+#       the default; then the engine test with each knob, and memcheck with the tail and two buffers.
 #   sh tests/gpu/pending.sh rows [OUT_DIR]
 #       the cut between the decode and the prompt product kernels (G4_CUDA_WGMMA_ROWS, kern_gemm): the
 #       products table with the wgmma column, the decode bench up to 64 streams of the whole 12B with the cut at
@@ -103,9 +103,10 @@ costs)
     ;;
 attention)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+    step engine_defaults 120 env G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine"
     i=0
-    for k in X=1 G4_CUDA_ATTN_PROMPT_CTAS=2 G4_CUDA_ATTN_PROMPT_BUFFERS=2 G4_CUDA_ATTN_PROMPT_CTAS=2,G4_CUDA_ATTN_PER_SM=1 \
-        X=1 G4_CUDA_ATTN_PROMPT_CTAS=2 G4_CUDA_ATTN_PROMPT_BUFFERS=2; do
+    for k in X=1 G4_CUDA_ATTN_PROMPT_CTAS=2 G4_CUDA_ATTN_PROMPT_BUFFERS=2 X=1 G4_CUDA_ATTN_PROMPT_CTAS=2 \
+        G4_CUDA_ATTN_PROMPT_BUFFERS=2; do
         i=$((i + 1))
         name=prompt${i}_$(echo "$k" | sed 's/G4_CUDA_ATTN_//g' | tr -c 'A-Za-z0-9_\n' _)
         step "$name" 120 env $(echo "$k" | tr , ' ') "$b/g4" bench \
@@ -119,7 +120,6 @@ attention)
             --decode-only
         note "$(grep -E '^\| 1 row \| (1|4) \| ' "$out/$name.log")"
     done
-    step engine_defaults 120 env G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine"
     step engine_ctas2 120 env G4_CUDA_ATTN_PROMPT_CTAS=2 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_ctas2"
     step engine_buffers2 120 env G4_CUDA_ATTN_PROMPT_BUFFERS=2 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_buffers2"
     step engine_merge_tail 120 env G4_CUDA_ATTN_MERGE_TAIL=1 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_tail"
