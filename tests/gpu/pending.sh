@@ -23,7 +23,8 @@
 #       attention compiled for two blocks per multiprocessor (G4_CUDA_ATTN_PROMPT_CTAS=2) or with two pairs'
 #       keys and values in flight (G4_CUDA_ATTN_PROMPT_BUFFERS=2), prefill and first token alternating with the
 #       default; the merge's tail (G4_CUDA_ATTN_MERGE_TAIL=1), decode steps of 1 and 4 streams alternating with
-#       the default; then the engine test with each knob, and memcheck with the tail and two buffers.
+#       the default (twice each with G4_PENDING_REPEAT=1); then the engine test with each knob, and memcheck
+#       with the tail and two buffers.
 #   sh tests/gpu/pending.sh rows [OUT_DIR]
 #       the cut between the decode and the prompt product kernels (G4_CUDA_WGMMA_ROWS, kern_gemm): the
 #       products table with the wgmma column, the decode bench up to 64 streams of the whole 12B with the cut at
@@ -105,15 +106,15 @@ attention)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     step engine_defaults 120 env G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine"
     i=0
-    for k in X=1 G4_CUDA_ATTN_PROMPT_CTAS=2 G4_CUDA_ATTN_PROMPT_BUFFERS=2 X=1 G4_CUDA_ATTN_PROMPT_CTAS=2 \
-        G4_CUDA_ATTN_PROMPT_BUFFERS=2; do
+    for k in X=1 G4_CUDA_ATTN_PROMPT_CTAS=2 G4_CUDA_ATTN_PROMPT_BUFFERS=2 ${G4_PENDING_REPEAT:+X=1 \
+        G4_CUDA_ATTN_PROMPT_CTAS=2 G4_CUDA_ATTN_PROMPT_BUFFERS=2}; do
         i=$((i + 1))
         name=prompt${i}_$(echo "$k" | sed 's/G4_CUDA_ATTN_//g' | tr -c 'A-Za-z0-9_\n' _)
         step "$name" 120 env $(echo "$k" | tr , ' ') "$b/g4" bench \
             --model /dev/shm/g4-12b-12 --shape 12b --layers 12 --max-streams 1 --max-prefill 8192
         note "$(grep -E 'first token, 1000-token prompt|^\| (512|2048|8192) \|' "$out/$name.log")"
     done
-    for k in X=1 G4_CUDA_ATTN_MERGE_TAIL=1 X=1 G4_CUDA_ATTN_MERGE_TAIL=1; do
+    for k in X=1 G4_CUDA_ATTN_MERGE_TAIL=1 ${G4_PENDING_REPEAT:+X=1 G4_CUDA_ATTN_MERGE_TAIL=1}; do
         i=$((i + 1))
         name=decode${i}_$(echo "$k" | sed 's/G4_CUDA_ATTN_//g' | tr -c 'A-Za-z0-9_\n' _)
         step "$name" 60 env "$k" "$b/g4" bench --model /dev/shm/g4-12b-12 --shape 12b --layers 12 --max-streams 4 \
