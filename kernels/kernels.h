@@ -108,8 +108,9 @@ void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, fl
                      int K, const struct kern_gemm_ws *ws, kern_stream s);
 
 /* The product by the kernel that suits M (decode kernel up to 64 rows, wgmma above; G4_CUDA_WGMMA_ROWS moves
- * the cut down, kern_wgmma_rows); same bits either way. */
-int kern_wgmma_rows(void);
+ * the cut down, G4_CUDA_WGMMA_ROWS_WIDE that of products of 8,192 outputs or more: kern_wgmma_rows(N), the
+ * row count from which the wgmma kernel runs); same bits either way. */
+int kern_wgmma_rows(int N);
 void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                int K, const struct kern_gemm_ws *ws, kern_stream s);
 
@@ -202,7 +203,8 @@ struct kern_kv_new {
  * a layer less. The caller must know that no CTA of the pass still needs a cache slot those stores overwrite:
  * true where every item has at most ENGINE_MAX_WINDOW rows (a sliding layer's ring keeps window - 1 +
  * ENGINE_MAX_WINDOW positions; keys of the item's own rows come from k_new). Taken only with
- * G4_CUDA_ATTN_MERGE_TAIL=1 (not yet measured), and only where max_tiles * n_kv <= KERN_ATTN_TAIL_COUNTERS. */
+ * G4_CUDA_ATTN_MERGE_TAIL=1 (exact, but slower than the merge kernel: docs/perf.md, version 13.1), and only
+ * where max_tiles * n_kv <= KERN_ATTN_TAIL_COUNTERS. */
 #define KERN_ATTN_TAIL_COUNTERS 1024
 struct kern_attn_tail {
     struct kern_kv_new kv; /* the store the merge would make */

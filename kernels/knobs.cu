@@ -32,13 +32,16 @@ extern "C" void kern_set_early_loads(int on)
 }
 
 // G4_CUDA_WGMMA_ROWS (kernels.h, kern_gemm): the row count from which a product runs on the wgmma kernel instead
-// of the decode kernel; default 65 (the decode kernel up to 64 rows). Same bits either way.
-extern "C" int kern_wgmma_rows(void)
+// of the decode kernel; default 65 (the decode kernel up to 64 rows). G4_CUDA_WGMMA_ROWS_WIDE: the same for
+// products of 8,192 outputs or more (q|k|v, gate|up, the head), where the prompt kernel's 256-wide tiles fill
+// the machine without K segments; default that of G4_CUDA_WGMMA_ROWS. Same bits either way.
+extern "C" int kern_wgmma_rows(int N)
 {
-    static int rows = -1;
+    static int rows = -1, wide = -1;
     if (rows < 0) {
-        const char *v = getenv("G4_CUDA_WGMMA_ROWS");
+        const char *v = getenv("G4_CUDA_WGMMA_ROWS"), *w = getenv("G4_CUDA_WGMMA_ROWS_WIDE");
         rows = v && atoi(v) > 0 ? atoi(v) : 65;
+        wide = w && atoi(w) > 0 ? atoi(w) : rows;
     }
-    return rows;
+    return N >= 8192 ? wide : rows;
 }

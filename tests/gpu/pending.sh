@@ -26,9 +26,10 @@
 #       the default (twice each with G4_PENDING_REPEAT=1); then the engine test with each knob, and memcheck
 #       with the tail and two buffers.
 #   sh tests/gpu/pending.sh rows [OUT_DIR]
-#       the cut between the decode and the prompt product kernels (G4_CUDA_WGMMA_ROWS, kern_gemm): the
-#       products table with the wgmma column, the decode bench up to 64 streams of the whole 12B with the cut at
-#       65 (the default), 33 and 17 rows, then the engine test with the cut at 2 rows (bits).
+#       the cut between the decode and the prompt product kernels (kern_gemm): the products table with the
+#       wgmma column, the decode bench up to 64 streams of the whole 12B with the default cut (65 rows) against
+#       the products of 8,192 outputs or more on the prompt kernel from 64 or 48 rows (G4_CUDA_WGMMA_ROWS_WIDE),
+#       then the engine test with the cut at 2 rows (bits).
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
 # without cuobjdump) go to one archive, OUT_DIR/pending-WHAT.tgz (default OUT_DIR: /tmp), since the device tool
 # brings back few files.
@@ -135,7 +136,7 @@ rows)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     step products 200 "$b/bench/bench_cuda_products"
     i=0
-    for k in X=1 G4_CUDA_WGMMA_ROWS=33 G4_CUDA_WGMMA_ROWS=17 X=1; do
+    for k in X=1 G4_CUDA_WGMMA_ROWS_WIDE=64 G4_CUDA_WGMMA_ROWS_WIDE=48 X=1 G4_CUDA_WGMMA_ROWS_WIDE=64; do
         i=$((i + 1))
         name=decode${i}_$(echo "$k" | sed 's/G4_CUDA_//g' | tr -c 'A-Za-z0-9_\n' _)
         step "$name" 150 env "$k" "$b/g4" bench --model /dev/shm/g4-12b --shape 12b --max-streams 64 --decode-only
