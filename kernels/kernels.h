@@ -108,9 +108,9 @@ void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, fl
                      int K, const struct kern_gemm_ws *ws, kern_stream s);
 
 /* The product by the kernel that suits M (decode kernel up to 64 rows, wgmma above; G4_CUDA_WGMMA_ROWS moves
- * the cut down, G4_CUDA_WGMMA_ROWS_WIDE that of products of 8,192 outputs or more: kern_wgmma_rows(N), the
- * row count from which the wgmma kernel runs); same bits either way. */
-int kern_wgmma_rows(int N);
+ * the cut down, G4_CUDA_WGMMA_ROWS_WIDE that of products of 8,192 outputs or more; kern_gemm_on_decode_kernel
+ * says which kernel M rows of N outputs take); same bits either way. */
+int kern_gemm_on_decode_kernel(int M, int N);
 void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                int K, const struct kern_gemm_ws *ws, kern_stream s);
 

@@ -35,7 +35,7 @@ extern "C" void kern_set_early_loads(int on)
 // of the decode kernel; default 65 (the decode kernel up to 64 rows). G4_CUDA_WGMMA_ROWS_WIDE: the same for
 // products of 8,192 outputs or more (q|k|v, gate|up, the head), where the prompt kernel's 256-wide tiles fill
 // the machine without K segments; default that of G4_CUDA_WGMMA_ROWS. Same bits either way.
-extern "C" int kern_wgmma_rows(int N)
+extern "C" int kern_gemm_on_decode_kernel(int M, int N)
 {
     static int rows = -1, wide = -1;
     if (rows < 0) {
@@ -43,5 +43,5 @@ extern "C" int kern_wgmma_rows(int N)
         rows = v && atoi(v) > 0 ? atoi(v) : 65;
         wide = w && atoi(w) > 0 ? atoi(w) : rows;
     }
-    return N >= 8192 ? wide : rows;
+    return M <= 64 && M < (N >= 8192 ? wide : rows);
 }

@@ -128,10 +128,6 @@ attention)
     step memcheck_tail_buffers2 150 env G4_CUDA_ATTN_MERGE_TAIL=1 G4_CUDA_ATTN_PROMPT_BUFFERS=2 G4_GPU_TESTS=memcheck \
         sh "$here/run.sh" "$out/memcheck"
     ;;
-*)
-    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|attention [OUT_DIR]" >&2
-    exit 2
-    ;;
 rows)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     step products 200 "$b/bench/bench_cuda_products"
@@ -143,6 +139,10 @@ rows)
         note "$(grep -E '^\| 1 row \| (1|16|64) \| ' "$out/$name.log")"
     done
     step engine_wgmma_rows2 120 env G4_CUDA_WGMMA_ROWS=2 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_rows2"
+    ;;
+*)
+    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|attention|rows [OUT_DIR]" >&2
+    exit 2
     ;;
 esac
 echo "$summary" >"$out/summary.txt"
