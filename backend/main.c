@@ -23,7 +23,7 @@ static const struct cmd_spec commands[] = {
      "stream a reply (or, with --json, print its token ids)"},
     {"patches", cmd_patches, "--image FILE [--max-soft-tokens N] --out FILE.u8",
      "an image through Gemma 4's processor: (N, 6912) patch rows + JSON"},
-    {"bench", cmd_bench, "--model DIR [--shape 12b|31b|wide [--layers N]] [--device cpu|cuda] [--max-prefill N] [--max-streams N] [--chunk ROWS] [--decode-only]",
+    {"bench", cmd_bench, "--model DIR [--shape 12b|31b|wide [--layers N]] [--device cpu|cuda] [--max-prefill N] [--max-streams N] [--chunk ROWS] [--decode-only | --prefill-only]",
      "engine speed table: decode by streams and context, windows, prefill, first token, memory"},
     {"serve", cmd_serve,
      "--model DIR [--host ADDR] [--port N] [--device cpu|cuda|auto] [--api-key KEY] [--kiosk] [--max-streams N] "

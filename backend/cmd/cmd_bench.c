@@ -140,7 +140,7 @@ int cmd_bench(int argc, char **argv)
     const char *dir = NULL, *shape = NULL;
     enum engine_device dev = ENGINE_CUDA;
     long max_prefill = 8192, layers = 0, max_streams = 64;
-    int decode_only = 0;
+    int decode_only = 0, prefill_only = 0;
     char err[G4_ERR_MAX];
     struct g4_model *m;
     struct engine *e;
@@ -164,11 +164,14 @@ int cmd_bench(int argc, char **argv)
             if (cmd_parse_int("bench", "--chunk", argv[++i], 64, ENGINE_MAX_CHUNK, &bench_chunk)) return 2;
         } else if (!strcmp(argv[i], "--decode-only")) {
             decode_only = 1;
+        } else if (!strcmp(argv[i], "--prefill-only")) { /* one prompt pass after another: for ncu's launch counts */
+            prefill_only = 1;
         } else if (!strcmp(argv[i], "--layers") && i + 1 < argc) {
             if (cmd_parse_int("bench", "--layers", argv[++i], 1, 1000, &layers)) return 2;
         } else return cmd_usage_error("bench", "unknown argument %s", argv[i]);
     }
     if (!dir) return cmd_usage_error("bench", "--model DIR is required (with --shape, where to write the weights)");
+    if (decode_only && prefill_only) return cmd_usage_error("bench", "--decode-only and --prefill-only exclude each other");
     if (shape) {
         struct stat st;
         char cfgp[1100];
@@ -199,7 +202,7 @@ int cmd_bench(int argc, char **argv)
            rate / 1e12);
     printf("decode steps draw every row's next token in the engine (Gemma 4 defaults: T 1, top_k 64, top_p 0.95)\n\n");
     printf("| decode | streams | context | step ms | tokens/s | floor ms | %% of floor |\n|---|---|---|---|---|---|---|\n");
-    for (size_t c = 0; c < sizeof contexts / sizeof *contexts; c++)
+    for (size_t c = 0; c < (prefill_only ? 0 : sizeof contexts / sizeof *contexts); c++)
         for (size_t si = 0; si < sizeof streams / sizeof *streams; si++) {
             int S = streams[si], C = contexts[c];
             double step, floor_s;
@@ -217,7 +220,7 @@ int cmd_bench(int argc, char **argv)
         model_free(m);
         return 0;
     }
-    {
+    if (!prefill_only) {
         double one = time_decode(e, 1, 1024, 1, m->cfg.text.vocab);
         printf("\n| decode window | rows | step ms | vs one row |\n|---|---|---|---|\n| 1 stream, context 1024 | 1 | %.2f | 1.00 |\n",
                one * 1e3);

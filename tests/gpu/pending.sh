@@ -27,9 +27,14 @@
 #       with the tail and two buffers.
 #   sh tests/gpu/pending.sh rows [OUT_DIR]
 #       the cut between the decode and the prompt product kernels (kern_gemm): the products table with the
-#       wgmma column, the decode bench up to 64 streams of the whole 12B with the default cut (65 rows) against
-#       the products of 8,192 outputs or more on the prompt kernel from 64 or 48 rows (G4_CUDA_WGMMA_ROWS_WIDE),
-#       then the engine test with the cut at 2 rows (bits).
+#       wgmma column (with G4_PENDING_PRODUCTS=1), the decode bench up to 64 streams of the whole 12B with the
+#       default cut (65 rows) against the products of 8,192 outputs or more on the prompt kernel from 64 or 48
+#       rows (G4_CUDA_WGMMA_ROWS_WIDE), then the engine test with the cut at 2 rows (bits).
+#   sh tests/gpu/pending.sh prompt [OUT_DIR]
+#       where a prompt pass's time goes, on a 12-layer 12B: `g4 bench --prefill-only` up to 8k with
+#       G4_CUDA_PROFILE=1 (time by kind of kernel), then ncu (--set full, the SASS page as CSV) of one prompt
+#       attention launch of each layer kind: sliding (head dim 256) in the second 1,024-row chunk of the 2k
+#       prompt, full (512) in the last chunk of the 8k prompt.
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
 # without cuobjdump) go to one archive, OUT_DIR/pending-WHAT.tgz (default OUT_DIR: /tmp), since the device tool
 # brings back few files.
@@ -130,9 +135,9 @@ attention)
     ;;
 rows)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
-    step products 200 "$b/bench/bench_cuda_products"
+    [ "${G4_PENDING_PRODUCTS:-0}" = 1 ] && step products 200 "$b/bench/bench_cuda_products"
     i=0
-    for k in X=1 G4_CUDA_WGMMA_ROWS_WIDE=64 G4_CUDA_WGMMA_ROWS_WIDE=48 X=1 G4_CUDA_WGMMA_ROWS_WIDE=64; do
+    for k in X=1 G4_CUDA_WGMMA_ROWS_WIDE=64 G4_CUDA_WGMMA_ROWS_WIDE=48 X=1; do
         i=$((i + 1))
         name=decode${i}_$(echo "$k" | sed 's/G4_CUDA_//g' | tr -c 'A-Za-z0-9_\n' _)
         step "$name" 150 env "$k" "$b/g4" bench --model /dev/shm/g4-12b --shape 12b --max-streams 64 --decode-only
@@ -140,8 +145,27 @@ rows)
     done
     step engine_wgmma_rows2 120 env G4_CUDA_WGMMA_ROWS=2 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_rows2"
     ;;
+prompt)
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+    PATH=$PATH:/usr/local/cuda/bin
+    m12="--model /dev/shm/g4-12b-12 --shape 12b --layers 12 --max-streams 1 --prefill-only"
+    step profile 150 env G4_CUDA_PROFILE=1 "$b/g4" bench $m12 --max-prefill 8192
+    # launches of attention_kernel<D, 8, ...> with --prefill-only: 10 sliding and 2 full layers a 1,024-row
+    # chunk; the 512 prompt is one chunk, the 2k two, the 8k eight
+    for k in "256 20 2048" "512 20 8192"; do
+        set -- $k
+        step "ncu_$1" 200 ncu --kernel-name-base demangled --kernel-name "regex:attention_kernel<$1, 8," \
+            --launch-skip "$2" --launch-count 1 --set full --import-source yes -f -o "$out/prompt$1" \
+            "$b/g4" bench $m12 --max-prefill "$3"
+        ncu -i "$out/prompt$1.ncu-rep" --page details >"$out/prompt$1-details.txt" 2>&1
+        ncu -i "$out/prompt$1.ncu-rep" --page source --csv --print-source sass >"$out/prompt$1-sass.csv" 2>&1
+        rm -f "$out/prompt$1.ncu-rep" # tens of MB; the two text pages are what comes back
+        note "$(grep -E '^ +(Duration|Grid Size|Registers Per Thread|Achieved Occupancy|Compute \(SM\) Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|DRAM Throughput|Executed Ipc Active) ' \
+            "$out/prompt$1-details.txt")"
+    done
+    ;;
 *)
-    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|attention|rows [OUT_DIR]" >&2
+    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|attention|rows|prompt [OUT_DIR]" >&2
     exit 2
     ;;
 esac

@@ -19,6 +19,15 @@ check "no 32768 prefill past --max-prefill" sh -c "! grep -q '^| 32768' '$tmp/b.
 check "time to first token" grep -Eq '^time to first token, 1000-token prompt: [0-9.]+ ms$' "$tmp/b.txt"
 check "time to first token with an image" grep -Eq '^time to first token, 1000-token prompt holding one 280-patch image: [0-9.]+ ms \(-?[0-9.]+ ms more\)$' "$tmp/b.txt"
 
+# --prefill-only: the prefill table and the first token, no decode steps (ncu's launch counts in pending.sh)
+"$G4" bench --device cpu --model "$m" --max-prefill 2048 --prefill-only >"$tmp/p.txt" 2>"$tmp/p.err"
+check "bench --prefill-only exits 0" [ $? -eq 0 ]
+check "--prefill-only: prefill 512 and first token" sh -c "grep -Eq '^\| 512 \| [0-9.]+ \| [0-9]+ \|$' '$tmp/p.txt' &&
+    grep -Eq '^time to first token, 1000-token prompt: [0-9.]+ ms$' '$tmp/p.txt'"
+check "--prefill-only: no decode rows or windows" sh -c "! grep -Eq '^\| (1 row|1 stream, context)' '$tmp/p.txt'"
+"$G4" bench --device cpu --model "$m" --decode-only --prefill-only >/dev/null 2>"$tmp/e4"
+check "--decode-only with --prefill-only is a usage error" sh -c "[ $? -eq 2 ] && grep -q 'exclude each other' '$tmp/e4'"
+
 # --layers: only with --shape, at most the shape's depth (checked before anything is written)
 "$G4" make-tiny-model "$tmp/x" --layers 2 >/dev/null 2>"$tmp/e1"
 check "--layers without --shape is a usage error" sh -c "[ $? -eq 2 ] && grep -q 'layers goes with --shape' '$tmp/e1'"
