@@ -114,13 +114,18 @@ __device__ __forceinline__ void row_range(const struct kern_row &m, int is_full,
     if (*lo < 0) *lo = 0;
 }
 
-// Keys (or values) of block b into rows[KB][LDS], by every thread of the block: one bulk copy per position in
-// [lo, hi], counted on bar, which thread 0 arms with their bytes; rows outside are written with zeros (their
-// scores are masked and their values weighted 0, and 0 times stale bits could be NaN). A warp's copies issue
-// one lane at a time, so each warp takes KB / warps rows (warp 0 alone took 64: the rest of the block waited at
-// the next barrier). The fence orders the thread's zeros, and the block's reads of the buffer before the
-// caller's __syncthreads, before the new copies; copies that land before the arming only run the count below
-// zero for a moment, and the phase needs the arming's arrival.
+// Keys (or values) of block b into rows[KB][LDS], by every thread of the block; rows outside [lo, hi] are
+// written with zeros (their scores are masked and their values weighted 0, and 0 times stale bits could be
+// NaN). Two ways, the same bytes (cp, a kernel argument: attn_loads_cp):
+// - bulk copies (cp 0): one per position, counted on bar, which thread 0 arms with their bytes. A warp's
+//   copies issue one lane at a time, so each warp takes KB / warps rows (warp 0 alone took 64: the rest of the
+//   block waited at the next barrier). The fence orders the thread's zeros, and the block's reads of the buffer
+//   before the caller's __syncthreads, before the new copies; copies that land before the arming only run the
+//   count below zero for a moment, and the phase needs the arming's arrival.
+// - 16-byte cp.async pieces (cp 1), consecutive threads along a row (a warp reads 512 contiguous bytes at
+//   head dim 256), zeros by the copies' zero fill; each thread arrives on bar (initialised with one arrival per
+//   thread) when its pieces have landed. The bulk copies' engine takes one row at a time per multiprocessor;
+//   the pieces go out from every thread at once.
 //
 // part: LOAD_ALL, or the block in two calls (early loads, kernels.h): LOAD_CACHE arms the barrier with every
 // row's bytes, writes the zeros and copies the rows from the cache, which no kernel of the pass before the
@@ -132,9 +137,24 @@ __device__ __forceinline__ void row_range(const struct kern_row &m, int is_full,
 template <int D>
 __device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16_t *fresh, const uint16_t *cache,
                                            const struct kern_row &m0, int b, int lo, int hi, int kvh, int cap, int kvd,
-                                           uint64_t *bar, int part = LOAD_ALL)
+                                           uint64_t *bar, int cp, int part = LOAD_ALL)
 {
-    const int kb0 = b * KB, per = KB / (blockDim.x >> 5), lane = threadIdx.x & 31, j = (threadIdx.x >> 5) * per + lane;
+    const int kb0 = b * KB;
+    if (cp) {
+        constexpr int CH = D / 8; // 16-byte pieces a row
+        for (int i = threadIdx.x; i < KB * CH; i += blockDim.x) {
+            const int j = i / CH, c = (i % CH) * 8, kp = kb0 + j;
+            const bool in = kp >= lo && kp <= hi, is_fresh = in && kp >= m0.pos0;
+            if (!(part & (is_fresh ? LOAD_FRESH : LOAD_CACHE))) continue;
+            const uint16_t *src = !in      ? cache
+                                  : is_fresh ? fresh + (size_t)(m0.base + kp - m0.pos0) * kvd + kvh * D + c
+                                             : cache + ((size_t)m0.stream * cap + kp % cap) * kvd + kvh * D + c;
+            cp_async16(&rows[j][c], src, in);
+        }
+        if (part & LOAD_FRESH) cp_async_mbar_arrive(bar);
+        return;
+    }
+    const int per = KB / (blockDim.x >> 5), lane = threadIdx.x & 31, j = (threadIdx.x >> 5) * per + lane;
     if (part & LOAD_CACHE) {
         fence_proxy_async();
         if (threadIdx.x == 0) {
@@ -163,7 +183,7 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     const uint16_t *__restrict__ cache_k, const uint16_t *__restrict__ cache_v, const struct kern_row *__restrict__ meta,
     const struct kern_tile *__restrict__ tiles, const int *__restrict__ n_tiles, int n_heads, int n_kv, int cap,
     int is_full, int window, int mask_all, float *__restrict__ part_acc, float *__restrict__ part_ml,
-    uint16_t *__restrict__ out, int early, struct kern_attn_tail tail)
+    uint16_t *__restrict__ out, int early, int cp, int longest_first, struct kern_attn_tail tail)
 {
     kern_dep_launch();
     // a graph's grid covers every tile its rows could form; blocks past the pass's own return before waiting
@@ -189,7 +209,9 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     __shared__ __align__(16) uint16_t pw[S::XG][16][KB + 8]; // the group's bf16 weights of one block
     constexpr int NT = S::NT;
 
-    const struct kern_tile tile = tiles[blockIdx.x];
+    // longest_first: the grid's first blocks take the last tiles, whose rows see the most keys in a causal
+    // prompt (the greedy schedule then ends evenly: a long tile is not left to start last)
+    const struct kern_tile tile = tiles[longest_first ? *n_tiles - 1 - (int)blockIdx.x : (int)blockIdx.x];
     const int kvh = blockIdx.y, G = n_heads / n_kv, kvd = n_kv * D, WZ = gridDim.z;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int grp = warp / S::PARTS, dpart = warp % S::PARTS, kw0 = dpart * S::KW;
@@ -199,7 +221,7 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
 
     if (threadIdx.x == 0) {
 #pragma unroll
-        for (int n = 0; n < 2 * NB; n++) mbar_init(&bars[n], 1);
+        for (int n = 0; n < 2 * NB; n++) mbar_init(&bars[n], cp ? blockDim.x : 1);
         mbar_init_fence();
     }
     if (warp == 0) { // the union of the tile's rows' ranges
@@ -243,13 +265,13 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
         __syncthreads(); // the range and the barriers
         first_pair(range_lo, range_hi, &lw, &lb);
         if (lw < NP) {
-            load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], LOAD_CACHE);
-            load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], LOAD_CACHE);
+            load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], cp, LOAD_CACHE);
+            load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], cp, LOAD_CACHE);
         }
         if (early == 1) kern_dep_wait();
         if (lw < NP) {
-            load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], LOAD_FRESH);
-            load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], LOAD_FRESH);
+            load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], cp, LOAD_FRESH);
+            load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], cp, LOAD_FRESH);
         }
     }
     // queries of the block's slots: slot s = (row s / G of the tile, head kvh * G + s % G)
@@ -270,15 +292,15 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     };
     first_pair(lo, hi, &lw, &lb);
     if (!early && lw < NP) {
-        load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[0]);
-        load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[1]);
+        load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[0], cp);
+        load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[1], cp);
     }
     advance();
 #pragma unroll
     for (int n = 1; n < NB; n++) { // the next pairs into the other buffers
         if (lw < NP) {
-            load_block<D>(ksb(n), k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * n]);
-            load_block<D>(vsb(n), v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * n + 1]);
+            load_block<D>(ksb(n), k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * n], cp);
+            load_block<D>(vsb(n), v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * n + 1], cp);
         }
         advance();
     }
@@ -322,7 +344,7 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
                 }
             }
             __syncthreads(); // every warp has its scores: the key buffer is free
-            if (more) load_block<D>(kc_, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * buf]);
+            if (more) load_block<D>(kc_, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * buf], cp);
             // mask (not needed where the slot sees the whole block: the image block rule only adds keys); the
             // block maximum of each of the two slots over the group's warps (a maximum: any order)
             float bm[2];
@@ -425,7 +447,7 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
                 }
             }
             __syncthreads(); // the value buffer is free
-            if (more) load_block<D>(vc_, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * buf + 1]);
+            if (more) load_block<D>(vc_, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * buf + 1], cp);
             advance();
             buf = NB > 1 ? (buf + 1) % NB : 0;
         }
@@ -573,6 +595,30 @@ static int prompt_buffers(int D)
     return D <= 256 ? nb : 1; // at D 512 two of each would need 299 KB
 }
 
+// A knob read once into *mask: a sum of 1 (prompt passes: blocks of AW_PROMPT warps) and 2 (decode passes);
+// whether it is on for blocks of W warps.
+static int pass_knob(const char *name, int *mask, int W)
+{
+    if (*mask < 0) *mask = (int)env_positive(name, 0) & 3;
+    return (*mask & (W == AW_PROMPT ? 1 : 2)) != 0;
+}
+
+// Whether blocks of W warps take the tiles last first (attention_kernel): G4_CUDA_ATTN_LONGEST_FIRST, default
+// 0. A tuning knob: each tile's arithmetic is its own.
+static int attn_longest_first(int W)
+{
+    static int mask = -1;
+    return pass_knob("G4_CUDA_ATTN_LONGEST_FIRST", &mask, W);
+}
+
+// Whether blocks of W warps load keys and values by cp.async pieces rather than bulk copies (load_block):
+// G4_CUDA_ATTN_CP, default 0. A tuning knob: the same bytes land either way.
+static int attn_loads_cp(int W)
+{
+    static int mask = -1;
+    return pass_knob("G4_CUDA_ATTN_CP", &mask, W);
+}
+
 template <int D, int W, int MINB, int NB>
 static void launch_one(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
@@ -592,7 +638,7 @@ static void launch_one(const uint16_t *q, const uint16_t *k_new, const uint16_t 
     kern_launch(attention_kernel<D, W, MINB, NB>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new,
                 cache_k, cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml,
                 out, kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0,
-                tail ? *tail : none);
+                attn_loads_cp(W), attn_longest_first(W), tail ? *tail : none);
     KERN_LAUNCHED();
 }
 
