@@ -141,14 +141,18 @@ __device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16
 {
     const int kb0 = b * KB;
     if (cp) {
+        // a thread's pieces share one column (every block's thread count is a multiple of a row's pieces),
+        // so the ring's modulo is taken once a row
         constexpr int CH = D / 8; // 16-byte pieces a row
-        for (int i = threadIdx.x; i < KB * CH; i += blockDim.x) {
-            const int j = i / CH, c = (i % CH) * 8, kp = kb0 + j;
+        static_assert(32 * AW_DECODE % CH == 0, "a block's threads cover whole rows");
+        const int c = (threadIdx.x % CH) * 8, step = blockDim.x / CH;
+        for (int j = threadIdx.x / CH; j < KB; j += step) {
+            const int kp = kb0 + j;
             const bool in = kp >= lo && kp <= hi, is_fresh = in && kp >= m0.pos0;
             if (!(part & (is_fresh ? LOAD_FRESH : LOAD_CACHE))) continue;
-            const uint16_t *src = !in      ? cache
-                                  : is_fresh ? fresh + (size_t)(m0.base + kp - m0.pos0) * kvd + kvh * D + c
-                                             : cache + ((size_t)m0.stream * cap + kp % cap) * kvd + kvh * D + c;
+            const uint16_t *src = !in ? cache
+                                      : (is_fresh ? fresh + (size_t)(m0.base + kp - m0.pos0) * kvd
+                                                  : cache + ((size_t)m0.stream * cap + kp % cap) * kvd) + kvh * D + c;
             cp_async16(&rows[j][c], src, in);
         }
         if (part & LOAD_FRESH) cp_async_mbar_arrive(bar);
