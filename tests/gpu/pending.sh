@@ -33,8 +33,8 @@
 #   [G4_TOKENIZER=…] sh tests/gpu/pending.sh loads [OUT_DIR]
 #       attention's keys and values by cp.async pieces against bulk copies (G4_CUDA_ATTN_CP, attention.cu),
 #       and the tiles taken longest first (G4_CUDA_ATTN_LONGEST_FIRST): the engine test with both in both kinds
-#       of pass (bits), then on a 12-layer 12B prefill (--prefill-only, up to 8k; each, both, neither) and decode (up to 16 streams; one stream runs the prompt kernel), each alternating with the
-#       bulk copies, and bench_cuda_attention both ways.
+#       of pass (bits), then on a 12-layer 12B prefill (--prefill-only, up to 8k; neither, each, both) and
+#       decode up to 16 streams (one stream runs the prompt kernel) and bench_cuda_attention, pieces or not.
 #   sh tests/gpu/pending.sh prompt [OUT_DIR]
 #       where a prompt pass's time goes, on a 12-layer 12B: `g4 bench --prefill-only` up to 8k with
 #       G4_CUDA_PROFILE=1 (time by kind of kernel), then ncu (--set full, the SASS page as CSV) of one prompt
@@ -154,13 +154,13 @@ loads)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     step engine_cp 120 env G4_CUDA_ATTN_CP=3 G4_CUDA_ATTN_LONGEST_FIRST=3 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_cp"
     m12="--model /dev/shm/g4-12b-12 --shape 12b --layers 12"
-    for k in CP=0 CP=1 LONGEST_FIRST=1 CP=1,LONGEST_FIRST=1 CP=0; do
+    for k in CP=0 CP=1 LONGEST_FIRST=1 CP=1,LONGEST_FIRST=1; do
         name=prefill_$(echo "$k" | tr -c 'A-Za-z0-9_\n' _)
         step "$name" 90 env $(echo "G4_CUDA_ATTN_$k" | sed 's/,/ G4_CUDA_ATTN_/g') "$b/g4" bench $m12 --max-streams 1 \
             --prefill-only --max-prefill 8192
         note "$(grep -E '^\| (512|2048|8192) \||first token, 1000-token prompt:' "$out/$name.log")"
     done
-    for k in 0 3 0 3; do
+    for k in 0 3; do
         step "decode_cp$k" 60 env G4_CUDA_ATTN_CP=$k "$b/g4" bench $m12 --max-streams 16 --decode-only
         note "$(grep -E '^\| 1 row \| (1|4|16) \| ' "$out/decode_cp$k.log")"
     done
