@@ -194,7 +194,15 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     // (n_tiles, like the tiles and the row table, is copied in before the pass's first kernel, and no kernel
     // writes it). With early loads (kernels.h) the tile's facts and key range are read before the wait too,
     // while q|k|v's preparation finishes; only the queries, the new keys and the caches wait for it.
-    if ((int)blockIdx.x >= *n_tiles) return;
+    // longest_first: the blocks, in launch order (x fastest, then y), take the (tile, kv head) pairs last tile
+    // first, every kv head of a tile before the next: in a causal prompt the last tiles see the most keys, and
+    // the greedy schedule then ends evenly (a long tile is not left to start last)
+    int ti = blockIdx.x, kvh = blockIdx.y;
+    if (longest_first) {
+        const int lin = (int)(blockIdx.y * gridDim.x + blockIdx.x);
+        ti = *n_tiles - 1 - lin / n_kv, kvh = lin % n_kv;
+    }
+    if (ti < 0 || ti >= *n_tiles) return;
     if (early != 1) kern_dep_wait(); // 2: the early order with everything after the wait (a diagnostic)
     typedef attn_shape<D, W> S;
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -213,10 +221,8 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     __shared__ __align__(16) uint16_t pw[S::XG][16][KB + 8]; // the group's bf16 weights of one block
     constexpr int NT = S::NT;
 
-    // longest_first: the grid's first blocks take the last tiles, whose rows see the most keys in a causal
-    // prompt (the greedy schedule then ends evenly: a long tile is not left to start last)
-    const struct kern_tile tile = tiles[longest_first ? *n_tiles - 1 - (int)blockIdx.x : (int)blockIdx.x];
-    const int kvh = blockIdx.y, G = n_heads / n_kv, kvd = n_kv * D, WZ = gridDim.z;
+    const struct kern_tile tile = tiles[ti];
+    const int G = n_heads / n_kv, kvd = n_kv * D, WZ = gridDim.z;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int grp = warp / S::PARTS, dpart = warp % S::PARTS, kw0 = dpart * S::KW;
     const struct kern_row m0 = meta[tile.row0];
@@ -499,7 +505,7 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
         __threadfence(); // this CTA's partials, before its arrival
         __syncthreads();
         if (threadIdx.x == 0) {
-            int *c = tail.counters + blockIdx.x * gridDim.y + kvh;
+            int *c = tail.counters + ti * gridDim.y + kvh;
             last = atomicAdd(c, 1) == WZ - 1;
             if (last) *c = 0;
         }
@@ -607,8 +613,8 @@ static int pass_knob(const char *name, int *mask, int W)
     return (*mask & (W == AW_PROMPT ? 1 : 2)) != 0;
 }
 
-// Whether blocks of W warps take the tiles last first (attention_kernel): G4_CUDA_ATTN_LONGEST_FIRST, default
-// 0. A tuning knob: each tile's arithmetic is its own.
+// Whether blocks of W warps take the (tile, kv head) pairs last tile first (attention_kernel):
+// G4_CUDA_ATTN_LONGEST_FIRST, default 0. A tuning knob: each tile's arithmetic is its own.
 static int attn_longest_first(int W)
 {
     static int mask = -1;
