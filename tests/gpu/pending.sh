@@ -154,7 +154,7 @@ loads)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     step engine_cp 120 env G4_CUDA_ATTN_CP=3 G4_CUDA_ATTN_LONGEST_FIRST=3 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_cp"
     m12="--model /dev/shm/g4-12b-12 --shape 12b --layers 12"
-    for k in CP=0 CP=1 LONGEST_FIRST=1 CP=1,LONGEST_FIRST=1; do
+    for k in CP=0 LONGEST_FIRST=1 CP=1 CP=1,LONGEST_FIRST=1; do
         name=prefill_$(echo "$k" | tr -c 'A-Za-z0-9_\n' _)
         step "$name" 90 env $(echo "G4_CUDA_ATTN_$k" | sed 's/,/ G4_CUDA_ATTN_/g') "$b/g4" bench $m12 --max-streams 1 \
             --prefill-only --max-prefill 8192
