@@ -605,28 +605,38 @@ static int prompt_buffers(int D)
     return D <= 256 ? nb : 1; // at D 512 two of each would need 299 KB
 }
 
-// A knob read once into *mask: a sum of 1 (prompt passes: blocks of AW_PROMPT warps) and 2 (decode passes);
-// whether it is on for blocks of W warps.
-static int pass_knob(const char *name, int *mask, int W)
+// The speed knobs of kern_attention_set_knobs (kernels.h), each a sum of 1 (prompt passes: blocks of
+// AW_PROMPT warps) and 2 (decode passes); -1 until read from the environment. Tuning knobs: each tile's
+// arithmetic is its own and the same bytes land either way.
+static int knob_cp = -1, knob_longest_first = -1;
+
+static void knobs_read(void)
 {
-    if (*mask < 0) *mask = (int)env_positive(name, 0) & 3;
-    return (*mask & (W == AW_PROMPT ? 1 : 2)) != 0;
+    if (knob_cp < 0) knob_cp = (int)env_positive("G4_CUDA_ATTN_CP", 0) & 3;
+    if (knob_longest_first < 0) knob_longest_first = (int)env_positive("G4_CUDA_ATTN_LONGEST_FIRST", 0) & 3;
 }
 
-// Whether blocks of W warps take the (tile, kv head) pairs last tile first (attention_kernel):
-// G4_CUDA_ATTN_LONGEST_FIRST, default 0. A tuning knob: each tile's arithmetic is its own.
+extern "C" int kern_attention_set_knobs(int cp, int longest_first)
+{
+    knobs_read();
+    int was = knob_cp | knob_longest_first << 2;
+    if (cp >= 0) knob_cp = cp & 3;
+    if (longest_first >= 0) knob_longest_first = longest_first & 3;
+    return was;
+}
+
+// Whether blocks of W warps take the (tile, kv head) pairs last tile first (attention_kernel).
 static int attn_longest_first(int W)
 {
-    static int mask = -1;
-    return pass_knob("G4_CUDA_ATTN_LONGEST_FIRST", &mask, W);
+    knobs_read();
+    return (knob_longest_first & (W == AW_PROMPT ? 1 : 2)) != 0;
 }
 
-// Whether blocks of W warps load keys and values by cp.async pieces rather than bulk copies (load_block):
-// G4_CUDA_ATTN_CP, default 0. A tuning knob: the same bytes land either way.
+// Whether blocks of W warps load keys and values by cp.async pieces rather than bulk copies (load_block).
 static int attn_loads_cp(int W)
 {
-    static int mask = -1;
-    return pass_knob("G4_CUDA_ATTN_CP", &mask, W);
+    knobs_read();
+    return (knob_cp & (W == AW_PROMPT ? 1 : 2)) != 0;
 }
 
 template <int D, int W, int MINB, int NB>

@@ -245,6 +245,13 @@ void kern_attention_merge(const float *part_acc, const float *part_ml, int rows,
  * the choice by the launch's shape. For tests: the choice must never change a bit. Not for use mid-pass. */
 void kern_attention_force_partial_groups(int groups);
 
+/* The attention's two speed knobs, each a sum of 1 (prompt passes) and 2 (decode passes): keys and values by
+ * 16-byte cp.async pieces rather than one bulk copy a row (G4_CUDA_ATTN_CP), and the (tile, kv head) pairs
+ * taken last tile first (G4_CUDA_ATTN_LONGEST_FIRST); both default 0. This call overrides the environment (-1
+ * leaves a knob as it is) and returns the previous settings, cp in bits 0-1 and longest first in bits 2-3. For
+ * tests: neither may change a bit. Not for use mid-pass. */
+int kern_attention_set_knobs(int cp, int longest_first);
+
 /* Copies each of the rows' new k/v (kv) into its stream's cache slot pos % cap, for rows whose position is
  * within the last cap positions of their item. */
 void kern_kv_store(const struct kern_kv_new *kv, int rows, kern_stream s);

@@ -27,7 +27,7 @@
 #include "model/model.h"
 #include "test.h"
 #ifdef G4_HAVE_CUDA
-#include "kernels.h" /* kern_attention_force_partial_groups, kern_set_early_loads */
+#include "kernels.h" /* kern_attention_force_partial_groups, kern_attention_set_knobs, kern_set_early_loads */
 #endif
 
 #define FIXTURES "tests/fixtures/engine"
@@ -346,6 +346,24 @@ static void check_prompt(const char *name, struct g4_model *m, const int32_t *id
         EXPECTF(!memcmp(gpu, chunk, (size_t)T * V * 4), "%s: early loads %s: one chunk differs", name, was ? "off" : "on");
         EXPECTF(!memcmp(g1, single, (size_t)T * V * 4), "%s: early loads %s: single rows differ", name, was ? "off" : "on");
         printf("  %-7s early loads %s = %s: one chunk %s, single rows %s\n", name, was ? "off" : "on", was ? "on" : "off",
+               !memcmp(gpu, chunk, (size_t)T * V * 4) ? "bit-identical" : "DIFFER",
+               !memcmp(g1, single, (size_t)T * V * 4) ? "bit-identical" : "DIFFER");
+        free(chunk);
+        free(single);
+    }
+    {
+        /* the attention's speed knobs (kernels.h) flipped in both kinds of pass: cp.async pieces for the bulk
+         * copies, the tiles last first */
+        int was = kern_attention_set_knobs(-1, -1);
+        float *chunk, *single;
+        kern_attention_set_knobs(~was & 3, ~(was >> 2) & 3);
+        chunk = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, ENGINE_CHUNK_ROWS);
+        single = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, 1);
+        kern_attention_set_knobs(was & 3, was >> 2 & 3);
+        EXPECTF(!memcmp(gpu, chunk, (size_t)T * V * 4), "%s: attention knobs flipped: one chunk differs", name);
+        EXPECTF(!memcmp(g1, single, (size_t)T * V * 4), "%s: attention knobs flipped: single rows differ", name);
+        printf("  %-7s attention cp.async pieces %d -> %d, longest first %d -> %d: one chunk %s, single rows %s\n",
+               name, was & 3, ~was & 3, was >> 2 & 3, ~(was >> 2) & 3,
                !memcmp(gpu, chunk, (size_t)T * V * 4) ? "bit-identical" : "DIFFER",
                !memcmp(g1, single, (size_t)T * V * 4) ? "bit-identical" : "DIFFER");
         free(chunk);
