@@ -116,7 +116,7 @@ __device__ __forceinline__ void row_range(const struct kern_row &m, int is_full,
 
 // Keys (or values) of block b into rows[KB][LDS], by every thread of the block; rows outside [lo, hi] are
 // written with zeros (their scores are masked and their values weighted 0, and 0 times stale bits could be
-// NaN). Two ways, the same bytes (cp, a kernel argument: attn_loads_cp):
+// NaN). Two ways, the same bytes (cp, a kernel argument: G4_CUDA_ATTN_CP, kern_attention_set_knobs):
 // - bulk copies (cp 0): one per position, counted on bar, which thread 0 arms with their bytes. A warp's
 //   copies issue one lane at a time, so each warp takes KB / warps rows (warp 0 alone took 64: the rest of the
 //   block waited at the next barrier). The fence orders the thread's zeros, and the block's reads of the buffer
@@ -625,19 +625,8 @@ extern "C" int kern_attention_set_knobs(int cp, int longest_first)
     return was;
 }
 
-// Whether blocks of W warps take the (tile, kv head) pairs last tile first (attention_kernel).
-static int attn_longest_first(int W)
-{
-    knobs_read();
-    return (knob_longest_first & (W == AW_PROMPT ? 1 : 2)) != 0;
-}
-
-// Whether blocks of W warps load keys and values by cp.async pieces rather than bulk copies (load_block).
-static int attn_loads_cp(int W)
-{
-    knobs_read();
-    return (knob_cp & (W == AW_PROMPT ? 1 : 2)) != 0;
-}
+// Whether a knob (a sum of 1 and 2, as above) is on for blocks of W warps.
+static int knob_on(int mask, int W) { return (mask & (W == AW_PROMPT ? 1 : 2)) != 0; }
 
 template <int D, int W, int MINB, int NB>
 static void launch_one(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
@@ -650,6 +639,7 @@ static void launch_one(const uint16_t *q, const uint16_t *k_new, const uint16_t 
     const struct kern_attn_tail none = {};
     static bool configured = false;
     int smem = (int)(sizeof(uint16_t) * (S::NSLOT + 2 * NB * KB) * S::LDS);
+    knobs_read();
     if (!configured) {
         KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D, W, MINB, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         smem));
@@ -658,7 +648,7 @@ static void launch_one(const uint16_t *q, const uint16_t *k_new, const uint16_t 
     kern_launch(attention_kernel<D, W, MINB, NB>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new,
                 cache_k, cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml,
                 out, kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0,
-                attn_loads_cp(W), attn_longest_first(W), tail ? *tail : none);
+                knob_on(knob_cp, W), knob_on(knob_longest_first, W), tail ? *tail : none);
     KERN_LAUNCHED();
 }
 

@@ -66,6 +66,39 @@ static double time_decode(struct engine *e, int streams, int ctx, int window, in
     return util_median(t, BENCH_STEPS);
 }
 
+/* The decode table (one row a stream, at each stream count and context the engine holds, with the bandwidth
+ * floor: every matrix once plus each stream's keys and values at the context, over the copy rate), then, unless
+ * decode_only, the window table (one stream giving 2 to 16 rows a step against one). */
+static void decode_tables(struct engine *e, const struct cfg_model *c, const struct engine_opts *o, double rate,
+                          double matrix_bytes, int decode_only)
+{
+    static const int streams[] = {1, 4, 16, 64}, contexts[] = {1024, 8192}, windows[] = {2, 4, 8, 16};
+    int V = c->text.vocab;
+    double one;
+    printf("decode steps draw every row's next token in the engine (Gemma 4 defaults: T 1, top_k 64, top_p 0.95)\n\n");
+    printf("| decode | streams | context | step ms | tokens/s | floor ms | %% of floor |\n|---|---|---|---|---|---|---|\n");
+    for (size_t ci = 0; ci < sizeof contexts / sizeof *contexts; ci++)
+        for (size_t si = 0; si < sizeof streams / sizeof *streams; si++) {
+            int S = streams[si], C = contexts[ci];
+            double step, floor_s;
+            if (S > o->max_streams || C + ENGINE_MAX_WINDOW > o->max_context) continue;
+            step = time_decode(e, S, C, 1, V);
+            floor_s = rate > 0 ? (matrix_bytes + (double)S * kv_bytes_at(c, C)) / rate : 0;
+            printf("| 1 row | %d | %d | %.2f | %.1f | %.2f | %.0f |\n", S, C, step * 1e3, S / step, floor_s * 1e3,
+                   floor_s > 0 ? 100 * floor_s / step : 0);
+            fflush(stdout);
+        }
+    if (decode_only) return;
+    one = time_decode(e, 1, 1024, 1, V);
+    printf("\n| decode window | rows | step ms | vs one row |\n|---|---|---|---|\n| 1 stream, context 1024 | 1 | %.2f | 1.00 |\n",
+           one * 1e3);
+    for (size_t w = 0; w < sizeof windows / sizeof *windows; w++) {
+        double t = time_decode(e, 1, 1024, windows[w], V);
+        printf("| 1 stream, context 1024 | %d | %.2f | %.2f |\n", windows[w], t * 1e3, t / one);
+        fflush(stdout);
+    }
+}
+
 /* Rows per prompt chunk in the prefill figures: 0 for the chunks a stream alone on the server gets
  * (prefill_next_end), or --chunk. */
 static long bench_chunk = 0;
@@ -147,8 +180,7 @@ int cmd_bench(int argc, char **argv)
     struct engine_opts o = {ENGINE_CUDA, 64, 8192 + ENGINE_MAX_WINDOW, 0, ENGINE_IMAGE_MASK_SLIDING_ONLY, ENGINE_FP32};
     struct engine_memory mem;
     double rate, matrix_bytes = 0;
-    static const int streams[] = {1, 4, 16, 64}, contexts[] = {1024, 8192}, windows[] = {2, 4, 8, 16},
-                     prefills[] = {512, 2048, 8192, 32768};
+    static const int prefills[] = {512, 2048, 8192, 32768};
     for (int i = 0; i < argc; i++) {
         if (!strcmp(argv[i], "--model") && i + 1 < argc) dir = argv[++i];
         else if (!strcmp(argv[i], "--shape") && i + 1 < argc) shape = argv[++i];
@@ -171,7 +203,8 @@ int cmd_bench(int argc, char **argv)
         } else return cmd_usage_error("bench", "unknown argument %s", argv[i]);
     }
     if (!dir) return cmd_usage_error("bench", "--model DIR is required (with --shape, where to write the weights)");
-    if (decode_only && prefill_only) return cmd_usage_error("bench", "--decode-only and --prefill-only exclude each other");
+    if (decode_only && prefill_only)
+        return cmd_usage_error("bench", "--decode-only and --prefill-only exclude each other");
     if (shape) {
         struct stat st;
         char cfgp[1100];
@@ -200,34 +233,12 @@ int cmd_bench(int argc, char **argv)
     printf("memory: weights %.2f GiB, KV per stream %.1f MiB (context %d), scratch %.2f GiB; copy rate %.2f TB/s\n\n",
            mem.weights / 1073741824.0, mem.kv_per_stream / 1048576.0, o.max_context, mem.scratch / 1073741824.0,
            rate / 1e12);
-    printf("decode steps draw every row's next token in the engine (Gemma 4 defaults: T 1, top_k 64, top_p 0.95)\n\n");
-    printf("| decode | streams | context | step ms | tokens/s | floor ms | %% of floor |\n|---|---|---|---|---|---|---|\n");
-    for (size_t c = 0; c < (prefill_only ? 0 : sizeof contexts / sizeof *contexts); c++)
-        for (size_t si = 0; si < sizeof streams / sizeof *streams; si++) {
-            int S = streams[si], C = contexts[c];
-            double step, floor_s;
-            if (S > o.max_streams || C + ENGINE_MAX_WINDOW > o.max_context) continue;
-            step = time_decode(e, S, C, 1, m->cfg.text.vocab);
-            /* the floor: bytes a step must read (every matrix once, the head included, plus each stream's keys
-             * and values at context C, bf16) over the measured copy rate */
-            floor_s = rate > 0 ? (matrix_bytes + (double)S * kv_bytes_at(&m->cfg, C)) / rate : 0;
-            printf("| 1 row | %d | %d | %.2f | %.1f | %.2f | %.0f |\n", S, C, step * 1e3, S / step, floor_s * 1e3,
-                   floor_s > 0 ? 100 * floor_s / step : 0);
-            fflush(stdout);
-        }
-    if (decode_only) {
-        engine_destroy(e);
-        model_free(m);
-        return 0;
-    }
     if (!prefill_only) {
-        double one = time_decode(e, 1, 1024, 1, m->cfg.text.vocab);
-        printf("\n| decode window | rows | step ms | vs one row |\n|---|---|---|---|\n| 1 stream, context 1024 | 1 | %.2f | 1.00 |\n",
-               one * 1e3);
-        for (size_t w = 0; w < sizeof windows / sizeof *windows; w++) {
-            double t = time_decode(e, 1, 1024, windows[w], m->cfg.text.vocab);
-            printf("| 1 stream, context 1024 | %d | %.2f | %.2f |\n", windows[w], t * 1e3, t / one);
-            fflush(stdout);
+        decode_tables(e, &m->cfg, &o, rate, matrix_bytes, decode_only);
+        if (decode_only) {
+            engine_destroy(e);
+            model_free(m);
+            return 0;
         }
     }
     if (bench_chunk) printf("\nprefill in chunks of %ld rows\n", bench_chunk);
