@@ -13,8 +13,8 @@
 #   [G4_TOKENIZER=…] sh tests/gpu/pending.sh quick [OUT_DIR]
 #       for a session that may get one device call: the product kernels' bits (test_cuda_kernels,
 #       test_cuda_wgmma), the engine test with the defaults, then time's steps.
-#   sh tests/gpu/pending.sh costs [OUT_DIR]
-#       what each kind of small kernel costs a graphed decode step: the decode bench (1, 4 and 16 streams)
+#   [G4_PENDING_STREAMS=64] sh tests/gpu/pending.sh costs [OUT_DIR]
+#       what each kind of small kernel costs a graphed decode step: the decode bench (1, 4, 16 streams or more)
 #       as served, then with G4_CUDA_PROFILE_SKIP=prep, attention, norms and all three (cuda_profile.c; the
 #       results are wrong then, the times are the point).
 #   sh tests/gpu/pending.sh attention [OUT_DIR]
@@ -109,8 +109,9 @@ costs)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     for k in "" prep attention norms prep,attention,norms; do
         name=skip_$(echo "${k:-none}" | tr , _)
-        step "$name" 150 env G4_CUDA_PROFILE_SKIP="$k" "$b/g4" bench --model /dev/shm/g4-12b --shape 12b --max-streams 16 --decode-only
-        note "$(grep -E '^\| 1 row \| (1|16) \| 1024 ' "$out/$name.log")"
+        step "$name" 150 env G4_CUDA_PROFILE_SKIP="$k" "$b/g4" bench --model /dev/shm/g4-12b --shape 12b \
+            --max-streams "${G4_PENDING_STREAMS:-16}" --decode-only
+        note "$(grep -E "^\| 1 row \| (1|16|${G4_PENDING_STREAMS:-16}) \| 1024 " "$out/$name.log")"
     done
     ;;
 attention)
