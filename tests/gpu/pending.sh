@@ -40,6 +40,10 @@
 #       G4_CUDA_PROFILE=1 (time by kind of kernel), then ncu (--set full, the SASS page as CSV) of one prompt
 #       attention launch of each layer kind: sliding (head dim 256) in the second 1,024-row chunk of the 2k
 #       prompt, full (512) in the last chunk of the 8k prompt.
+#   sh tests/gpu/pending.sh decode [OUT_DIR]
+#       where a 64-stream decode step goes: ncu (--set full, the SASS page as CSV) of one sliding decode
+#       attention launch at 64 streams, context 1k (bench_cuda_attention), bulk copies and cp.async pieces; then
+#       the 64-stream decode bench of the whole 12B as served and without attention (G4_CUDA_PROFILE_SKIP).
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
 # without cuobjdump) go to one archive, OUT_DIR/pending-WHAT.tgz (default OUT_DIR: /tmp), since the device tool
 # brings back few files.
@@ -188,8 +192,29 @@ prompt)
             "$out/prompt$1-details.txt")"
     done
     ;;
+decode)
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+    PATH=$PATH:/usr/local/cuda/bin
+    # attention_kernel<256, 4, ...>: the sliding decode launches; skip the first rounds (warm-up)
+    for k in 0 2; do
+        step "ncu_decode_cp$k" 150 env G4_CUDA_ATTN_CP=$k ncu --kernel-name-base demangled \
+            --kernel-name "regex:attention_kernel<256, 4," --launch-skip 40 --launch-count 1 --set full \
+            --import-source yes -f -o "$out/decode_cp$k" "$b/bench/bench_cuda_attention" sliding 64 1024 1
+        ncu -i "$out/decode_cp$k.ncu-rep" --page details >"$out/decode_cp$k-details.txt" 2>&1
+        ncu -i "$out/decode_cp$k.ncu-rep" --page source --csv --print-source sass >"$out/decode_cp$k-sass.csv" 2>&1
+        rm -f "$out/decode_cp$k.ncu-rep"
+        note "$(grep -E '^ +(Duration|Registers Per Thread|Achieved Occupancy|Compute \(SM\) Throughput|DRAM Throughput|Memory Throughput|Executed Ipc Active) ' \
+            "$out/decode_cp$k-details.txt")"
+    done
+    for k in "" attention; do
+        name=skip64_${k:-none}
+        step "$name" 150 env G4_CUDA_PROFILE_SKIP="$k" "$b/g4" bench --model /dev/shm/g4-12b --shape 12b \
+            --max-streams 64 --decode-only
+        note "$(grep -E '^\| 1 row \| (1|16|64) \| ' "$out/$name.log")"
+    done
+    ;;
 *)
-    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|attention|rows|loads|prompt [OUT_DIR]" >&2
+    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|attention|rows|loads|prompt|decode [OUT_DIR]" >&2
     exit 2
     ;;
 esac
