@@ -85,7 +85,7 @@ __device__ __forceinline__ int fold_scales(float *m, float *l, float pm, float p
 
 // One (row, head)'s output: its NP partials (ml: NP (max, sum) pairs, acc: NP rows of D) folded in partial
 // order by fold_scales, out[i] = bf16(acc / sum), dimensions first, first + step, ... of the caller's threads.
-// The merge kernel and the merge's tail both run it; loads through L2 (the partials come from other CTAs).
+// The merge kernel runs it; loads through L2 (the partials come from other CTAs).
 __device__ __forceinline__ void merge_slot(const float *ml, const float *acc, int D, uint16_t *out, int first, int step)
 {
     float fa[NP], fb[NP], m = -INFINITY, l = 0.0f;
@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     const uint16_t *__restrict__ cache_k, const uint16_t *__restrict__ cache_v, const struct kern_row *__restrict__ meta,
     const struct kern_tile *__restrict__ tiles, const int *__restrict__ n_tiles, int n_heads, int n_kv, int cap,
     int is_full, int window, int mask_all, float *__restrict__ part_acc, float *__restrict__ part_ml,
-    uint16_t *__restrict__ out, int early, int cp, int longest_first, struct kern_attn_tail tail)
+    uint16_t *__restrict__ out, int early, int cp, int longest_first)
 {
     kern_dep_launch();
     // a graph's grid covers every tile its rows could form; blocks past the pass's own return before waiting
@@ -500,32 +500,6 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
             for (int j = 0; j < S::DP / 8; j++)
                 *(uint32_t *)&dst[j * 8 + 2 * t] = pack_bf16x2(ro[j][2 * h] / rl[h], ro[j][2 * h + 1] / rl[h]);
         }
-    } else if (tail.counters) { // the merge's tail (kernels.h): the last of the (tile, kv head)'s WZ CTAs to arrive
-        __shared__ int last;
-        __threadfence(); // this CTA's partials, before its arrival
-        __syncthreads();
-        if (threadIdx.x == 0) {
-            int *c = tail.counters + ti * gridDim.y + kvh;
-            last = atomicAdd(c, 1) == WZ - 1;
-            if (last) *c = 0;
-        }
-        __syncthreads();
-        if (!last) return;
-        __threadfence(); // the other CTAs' partials, after their arrivals
-        for (int s = 0; s < n_slots; s++) {
-            size_t idx = (size_t)(tile.row0 + s / G) * n_heads + kvh * G + s % G;
-            merge_slot(part_ml + idx * NP * 2, part_acc + idx * NP * D, D, out + idx * D, threadIdx.x, blockDim.x);
-        }
-        // the tile's new keys and values of this kv head (D elements from kvh * D) into the caches
-        for (int i = threadIdx.x; i < tile.nrows * (D / 8); i += blockDim.x) {
-            const int r = tile.row0 + i / (D / 8), piece = kvh * (D / 8) + i % (D / 8);
-            const long long dst = kv_slot(tail.kv, meta[r]);
-            if (dst < 0) continue;
-            reinterpret_cast<uint4 *>(tail.kv.cache_k + dst)[piece] =
-                reinterpret_cast<const uint4 *>(tail.kv.k_new + (size_t)r * kvd)[piece];
-            reinterpret_cast<uint4 *>(tail.kv.cache_v + dst)[piece] =
-                reinterpret_cast<const uint4 *>(tail.kv.v_new + (size_t)r * kvd)[piece];
-        }
     }
 }
 
@@ -633,10 +607,9 @@ static void launch_one(const uint16_t *q, const uint16_t *k_new, const uint16_t 
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
                    int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out,
-                   const struct kern_attn_tail *tail, kern_stream s)
+                   kern_stream s)
 {
     typedef attn_shape<D, W> S;
-    const struct kern_attn_tail none = {};
     static bool configured = false;
     int smem = (int)(sizeof(uint16_t) * (S::NSLOT + 2 * NB * KB) * S::LDS);
     knobs_read();
@@ -648,7 +621,7 @@ static void launch_one(const uint16_t *q, const uint16_t *k_new, const uint16_t 
     kern_launch(attention_kernel<D, W, MINB, NB>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new,
                 cache_k, cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml,
                 out, kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0,
-                knob_on(knob_cp, W), knob_on(knob_longest_first, W), tail ? *tail : none);
+                knob_on(knob_cp, W), knob_on(knob_longest_first, W));
     KERN_LAUNCHED();
 }
 
@@ -657,20 +630,20 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
                    int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out,
-                   const struct kern_attn_tail *tail, kern_stream s)
+                   kern_stream s)
 {
     if constexpr (W == AW_PROMPT && D <= 256) {
         if (prompt_buffers(D) == 2)
             return launch_one<D, W, 1, 2>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles,
                                           n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out,
-                                          tail, s);
+                                          s);
         if (prompt_ctas(D) == 2)
             return launch_one<D, W, 2, 1>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles,
                                           n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out,
-                                          tail, s);
+                                          s);
     }
     launch_one<D, W, 1, 1>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles, n_heads, n_kv, cap,
-                           is_full, window, mask_all, wz, part_acc, part_ml, out, tail, s);
+                           is_full, window, mask_all, wz, part_acc, part_ml, out, s);
 }
 
 extern "C" int kern_attention_tile_rows(int D, int group, int decode)
@@ -685,10 +658,8 @@ extern "C" int kern_attention(const uint16_t *q, const uint16_t *k_new, const ui
                               const struct kern_tile *tiles, const int *n_tiles, int max_tiles, int split_tiles,
                               int rows, int n_heads, int n_kv, int D, int cap, int is_full, int window, int mask_all,
                               int decode, float *part_acc, float *part_ml, uint16_t *out,
-                              const struct kern_attn_tail *tail, kern_stream s)
+                              kern_stream s)
 {
-    static int tail_on = -1; // G4_CUDA_ATTN_MERGE_TAIL (kernels.h): a tuning knob, the same bits either way
-    if (tail_on < 0) tail_on = env_positive("G4_CUDA_ATTN_MERGE_TAIL", 0) == 1;
     if (rows == 0 || max_tiles == 0) return 0;
     if (split_tiles < 1 || split_tiles > max_tiles) {
         fprintf(stderr, "g4: fatal: kern_attention: split by %d tiles of at most %d\n", split_tiles, max_tiles);
@@ -699,15 +670,14 @@ extern "C" int kern_attention(const uint16_t *q, const uint16_t *k_new, const ui
         abort();
     }
     const int wz = partial_groups(split_tiles * n_kv, decode);
-    if (!(tail_on && tail && tail->counters && wz > 1 && max_tiles * n_kv <= KERN_ATTN_TAIL_COUNTERS)) tail = NULL;
 #define CASE(d)                                                                                                    \
     case d:                                                                                                        \
         if (decode)                                                                                                \
             launch<d, AW_DECODE>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, \
-                                 n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, tail, s);       \
+                                 n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);       \
         else                                                                                                       \
             launch<d, AW_PROMPT>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, \
-                                 n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, tail, s);       \
+                                 n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);       \
         break
     switch (D) {
         CASE(16);
@@ -721,7 +691,7 @@ extern "C" int kern_attention(const uint16_t *q, const uint16_t *k_new, const ui
         abort();
     }
 #undef CASE
-    return tail ? 2 : wz > 1;
+    return wz > 1;
 }
 
 extern "C" void kern_attention_merge(const float *part_acc, const float *part_ml, int rows, int n_heads, int D,

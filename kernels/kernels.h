@@ -197,20 +197,6 @@ struct kern_kv_new {
     uint16_t *cache_k, *cache_v;
 };
 
-/* The merge's tail: where a pass leaves partials, the last of a (tile, kv head)'s CTAs to finish (an arrival
- * counter each, reset by that CTA) folds the tile's partials of that kv head into out by kern_attention_merge's
- * arithmetic (the same device function) and stores the tile's new keys and values of that kv head: one launch
- * a layer less. The caller must know that no CTA of the pass still needs a cache slot those stores overwrite:
- * true where every item has at most ENGINE_MAX_WINDOW rows (a sliding layer's ring keeps window - 1 +
- * ENGINE_MAX_WINDOW positions; keys of the item's own rows come from k_new). Taken only with
- * G4_CUDA_ATTN_MERGE_TAIL=1 (exact, but slower than the merge kernel: docs/perf.md, version 13.1), and only
- * where max_tiles * n_kv <= KERN_ATTN_TAIL_COUNTERS. */
-#define KERN_ATTN_TAIL_COUNTERS 1024
-struct kern_attn_tail {
-    struct kern_kv_new kv; /* the store the merge would make */
-    int *counters;         /* KERN_ATTN_TAIL_COUNTERS ints, zero at rest */
-};
-
 /* Rows of one tile for head dim D and `group` query heads per kv head, in blocks of 8 warps or, with `decode`
  * (passes of few rows), of 4; 0 when unsupported. A tile's size never changes a row's results. */
 int kern_attention_tile_rows(int D, int group, int decode);
@@ -222,14 +208,12 @@ int kern_attention_tile_rows(int D, int group, int decode);
  * (kern_attention_groups), also where the grid covers max_tiles for a graph. is_full/window/mask_all select the mask
  * (engine.h). Writes out (rows, Q*D) bf16 and returns 0, or returns 1 having left KERN_ATTN_PARTIALS partial states per
  * (row, head) in part_acc (rows, Q, KERN_ATTN_PARTIALS, D) and part_ml (rows, Q, KERN_ATTN_PARTIALS, 2) fp32 for
- * kern_attention_merge to fold into out. Either way the same bits.
- * tail (or NULL; kernels.h "the merge's tail"): returns 2 where the merge ran in the attention's last CTAs, which
- * also stored the rows' new keys and values as kern_attention_merge would. */
+ * kern_attention_merge to fold into out. Either way the same bits. */
 int kern_attention(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *rows_meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int split_tiles, int rows, int n_heads, int n_kv, int D, int cap,
                    int is_full, int window, int mask_all, int decode, float *part_acc, float *part_ml, uint16_t *out,
-                   const struct kern_attn_tail *tail, kern_stream s);
+                   kern_stream s);
 
 /* How many CTAs kern_attention gives each (tile, kv head) of a pass of `tiles` tiles: 1, 2, 4, 8 or 16. A
  * graph of a pass is only replayed for passes with the same choice (cuda_step.c). */

@@ -22,9 +22,8 @@
 #       256 and 512, row-exact checks) with the defaults; then, on a 12-layer 12B (quick to write), prompt
 #       attention compiled for two blocks per multiprocessor (G4_CUDA_ATTN_PROMPT_CTAS=2) or with two pairs'
 #       keys and values in flight (G4_CUDA_ATTN_PROMPT_BUFFERS=2), prefill and first token alternating with the
-#       default; the merge's tail (G4_CUDA_ATTN_MERGE_TAIL=1), decode steps of 1 and 4 streams alternating with
-#       the default (twice each with G4_PENDING_REPEAT=1); then the engine test with each knob, and memcheck
-#       with the tail and two buffers.
+#       default (twice each with G4_PENDING_REPEAT=1); then the engine test with each knob, and memcheck with
+#       two buffers.
 #   sh tests/gpu/pending.sh rows [OUT_DIR]
 #       the cut between the decode and the prompt product kernels (kern_gemm): the products table with the
 #       wgmma column (with G4_PENDING_PRODUCTS=1), the decode bench up to 64 streams of the whole 12B with the
@@ -130,17 +129,9 @@ attention)
             --model /dev/shm/g4-12b-12 --shape 12b --layers 12 --max-streams 1 --max-prefill 8192
         note "$(grep -E 'first token, 1000-token prompt|^\| (512|2048|8192) \|' "$out/$name.log")"
     done
-    for k in X=1 G4_CUDA_ATTN_MERGE_TAIL=1 ${G4_PENDING_REPEAT:+X=1 G4_CUDA_ATTN_MERGE_TAIL=1}; do
-        i=$((i + 1))
-        name=decode${i}_$(echo "$k" | sed 's/G4_CUDA_ATTN_//g' | tr -c 'A-Za-z0-9_\n' _)
-        step "$name" 60 env "$k" "$b/g4" bench --model /dev/shm/g4-12b-12 --shape 12b --layers 12 --max-streams 4 \
-            --decode-only
-        note "$(grep -E '^\| 1 row \| (1|4) \| ' "$out/$name.log")"
-    done
     step engine_ctas2 120 env G4_CUDA_ATTN_PROMPT_CTAS=2 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_ctas2"
     step engine_buffers2 120 env G4_CUDA_ATTN_PROMPT_BUFFERS=2 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_buffers2"
-    step engine_merge_tail 120 env G4_CUDA_ATTN_MERGE_TAIL=1 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_tail"
-    step memcheck_tail_buffers2 150 env G4_CUDA_ATTN_MERGE_TAIL=1 G4_CUDA_ATTN_PROMPT_BUFFERS=2 G4_GPU_TESTS=memcheck \
+    step memcheck_buffers2 150 env G4_CUDA_ATTN_PROMPT_BUFFERS=2 G4_GPU_TESTS=memcheck \
         sh "$here/run.sh" "$out/memcheck"
     ;;
 rows)

@@ -273,8 +273,6 @@ static void alloc_scratch(struct cuda_engine *e)
     CUDA_CHECK(cudaMemset(e->gemm_ws.counters, 0, (size_t)ws_counters * 4));
     e->tail_counters = cuda_alloc(e, KERN_TAIL_COUNTERS * 4);
     CUDA_CHECK(cudaMemset(e->tail_counters, 0, KERN_TAIL_COUNTERS * 4));
-    e->attn_counters = cuda_alloc(e, KERN_ATTN_TAIL_COUNTERS * 4);
-    CUDA_CHECK(cudaMemset(e->attn_counters, 0, KERN_ATTN_TAIL_COUNTERS * 4));
     e->h_tokens = cuda_alloc_pinned(R * sizeof *e->h_tokens);
     e->h_image_index = cuda_alloc_pinned(R * sizeof *e->h_image_index);
     e->h_logit_rows = cuda_alloc_pinned(R * sizeof *e->h_logit_rows);

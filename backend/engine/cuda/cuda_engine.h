@@ -25,7 +25,6 @@
 #define CUDA_LOGIT_ROWS 64 /* logits rows computed per product against the (V, H) table */
 #define CUDA_TILE_SETS 4   /* distinct attention tile shapes a model may need (sliding, full) */
 #define CUDA_MAX_IMAGE_ROWS 1120 /* patches of the largest image (max_soft_tokens 1120) */
-#define CUDA_ATTN_TAIL_VALUES 2048 /* the merge's tail takes passes of up to this many rows x group x head dim */
 #define CUDA_GRAPH_MAX_ROWS 64 /* passes of up to this many rows are replayed from CUDA graphs */
 #define CUDA_MAX_GRAPHS 256
 
@@ -102,7 +101,6 @@ struct cuda_engine {
     int *n_tiles;               /* (CUDA_TILE_SETS) */
     struct kern_gemm_ws gemm_ws;
     int *tail_counters;         /* the product tails' arrival counters (KERN_TAIL_COUNTERS, zero at rest) */
-    int *attn_counters;         /* the merge's tail's arrival counters (KERN_ATTN_TAIL_COUNTERS, zero at rest) */
     int image_rows_cap;         /* rows image_rows can hold */
     int max_qd, max_kvd, max_qkv, max_i, max_heads;
     int tile_d[CUDA_TILE_SETS], tile_group[CUDA_TILE_SETS], n_tile_sets; /* head dim, group of each list */

@@ -105,25 +105,19 @@ static void gate_up(struct cuda_engine *e, const struct cuda_layer *l, int R)
 }
 
 /* Attention of one layer over the pass's R rows (e->q16, e->k_new, e->v_new into e->o), then the cache update:
- * partials and their merge, which stores the new keys and values (in the attention's last CTAs where the merge's
- * tail runs), or one CTA per tile and the store. */
+ * partials and their merge, which stores the new keys and values, or one CTA per tile and the store. */
 static void attend(struct cuda_engine *e, const struct cuda_layer *l, int R, int graphed)
 {
     const struct cfg_layer *c = l->c;
     int ts = l->tile_set, mask_all = e->opts.image_mask == ENGINE_IMAGE_MASK_ALL_LAYERS;
     kern_stream s = e->stream;
     struct kern_kv_new kv = {e->k_new, e->v_new, e->meta, c->kv_dim, l->cap, l->cache_k, l->cache_v};
-    /* the merge's tail (kernels.h) for passes of a few rows: every item then has at most ENGINE_MAX_WINDOW rows,
-     * as the tail's early stores need, and a function of R decides it, as a graph needs */
-    struct kern_attn_tail tail = {kv, e->attn_counters};
-    int small = R <= ENGINE_MAX_WINDOW && R * (c->n_heads / c->n_kv_heads) * c->head_dim <= CUDA_ATTN_TAIL_VALUES;
     int merge = kern_attention(e->q16, e->k_new, e->v_new, l->cache_k, l->cache_v, e->meta,
                                e->tiles + (size_t)ts * e->max_rows, e->n_tiles + ts, graphed ? R : e->h_n_tiles[ts],
                                e->h_n_tiles[ts], R,
                                c->n_heads, c->n_kv_heads, c->head_dim, l->cap, c->is_full, c->window, mask_all,
-                               e->decode_pass, e->part_acc, e->part_ml, e->o, small ? &tail : NULL, s);
+                               e->decode_pass, e->part_acc, e->part_ml, e->o, s);
     cuda_prof_mark(e, c->is_full ? PROF_ATTN_FULL : PROF_ATTN_SLIDING);
-    if (merge == 2) return; /* merged and stored in the attention's last CTAs */
     if (merge) { /* the merge stores the new keys and values too (attention has read the caches) */
         kern_attention_merge(e->part_acc, e->part_ml, R, c->n_heads, c->head_dim, e->o, &kv, s);
         cuda_prof_mark(e, PROF_ATTN_MERGE);
