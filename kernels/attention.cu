@@ -179,7 +179,7 @@ __device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16
 }
 
 // MINB: CTAs per multiprocessor the registers must allow (1, or 2 for prompt blocks: prompt_ctas()). NB: key
-// and value buffers of each kind (1, or 2 for prompt blocks: prompt_buffers()), so that NB pairs' loads are in
+// and value buffers of each kind (1, or 2: attn_buffers()), so that NB pairs' loads are in
 // flight while a pair's scores and products run.
 template <int D, int W, int MINB, int NB>
 __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
@@ -568,15 +568,20 @@ static int prompt_ctas(int D)
     return D <= 256 ? ctas : 1; // two blocks of head dim 512 would need 332 KB of shared memory
 }
 
-// Whether prompt blocks of head dim D keep two pairs' keys and values in flight (NB 2: 179 KB of shared memory
-// at D 256, so one block per multiprocessor; G4_CUDA_ATTN_PROMPT_BUFFERS, 1 or 2, chooses, and wins over
-// G4_CUDA_ATTN_PROMPT_CTAS): the loads of the pair after next run while a pair's scores and products do, where
+// Whether blocks of head dim D keep two pairs' keys and values in flight (NB 2), in prompt passes
+// (G4_CUDA_ATTN_PROMPT_BUFFERS, 1 or 2, which wins over G4_CUDA_ATTN_PROMPT_CTAS; 179 KB of shared memory at D
+// 256, so one block per multiprocessor) or decode passes (G4_CUDA_ATTN_DECODE_BUFFERS; 152 KB at D 256: one
+// 4-warp block per multiprocessor with up to four blocks of keys or values in flight, where two blocks with one
+// buffer each keep two): the loads of the pair after next run while a pair's scores and products do, where
 // with one buffer each load waits for the buffer's last reader. The same arithmetic either way.
-static int prompt_buffers(int D)
+static int attn_buffers(int D, int decode)
 {
-    static int nb = 0;
-    if (!nb) nb = env_positive("G4_CUDA_ATTN_PROMPT_BUFFERS", 1) == 2 ? 2 : 1;
-    return D <= 256 ? nb : 1; // at D 512 two of each would need 299 KB
+    static int nb[2];
+    if (!nb[0]) {
+        nb[0] = env_positive("G4_CUDA_ATTN_PROMPT_BUFFERS", 1) == 2 ? 2 : 1;
+        nb[1] = env_positive("G4_CUDA_ATTN_DECODE_BUFFERS", 1) == 2 ? 2 : 1;
+    }
+    return D <= 256 ? nb[decode != 0] : 1; // at D 512 two of each would need 299 KB
 }
 
 // The speed knobs of kern_attention_set_knobs (kernels.h), each a sum of 1 (prompt passes: blocks of
@@ -632,12 +637,12 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
                    int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out,
                    kern_stream s)
 {
-    if constexpr (W == AW_PROMPT && D <= 256) {
-        if (prompt_buffers(D) == 2)
+    if constexpr (D <= 256) {
+        if (attn_buffers(D, W == AW_DECODE) == 2)
             return launch_one<D, W, 1, 2>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles,
                                           n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out,
                                           s);
-        if (prompt_ctas(D) == 2)
+        if (W == AW_PROMPT && prompt_ctas(D) == 2)
             return launch_one<D, W, 2, 1>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles,
                                           n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out,
                                           s);
@@ -657,8 +662,7 @@ extern "C" int kern_attention(const uint16_t *q, const uint16_t *k_new, const ui
                               const uint16_t *cache_k, const uint16_t *cache_v, const struct kern_row *rows_meta,
                               const struct kern_tile *tiles, const int *n_tiles, int max_tiles, int split_tiles,
                               int rows, int n_heads, int n_kv, int D, int cap, int is_full, int window, int mask_all,
-                              int decode, float *part_acc, float *part_ml, uint16_t *out,
-                              kern_stream s)
+                              int decode, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
 {
     if (rows == 0 || max_tiles == 0) return 0;
     if (split_tiles < 1 || split_tiles > max_tiles) {

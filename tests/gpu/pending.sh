@@ -40,9 +40,11 @@
 #       attention launch of each layer kind: sliding (head dim 256) in the second 1,024-row chunk of the 2k
 #       prompt, full (512) in the last chunk of the 8k prompt.
 #   sh tests/gpu/pending.sh decode [OUT_DIR]
-#       where a 64-stream decode step goes: ncu (--set full, the SASS page as CSV) of one sliding decode
-#       attention launch at 64 streams, context 1k (bench_cuda_attention), bulk copies and cp.async pieces; then
-#       the 64-stream decode bench of the whole 12B as served and without attention (G4_CUDA_PROFILE_SKIP).
+#       where a 64-stream decode step goes: bench_cuda_attention as served, with two key/value buffers in decode
+#       blocks (G4_CUDA_ATTN_DECODE_BUFFERS=2) and with cp.async pieces; the engine test with two buffers; the
+#       64-stream decode bench of the whole 12B as served and without attention (G4_CUDA_PROFILE_SKIP); then ncu
+#       (--set full, the SASS page as CSV) of one sliding decode attention launch at 64 streams, context 1k
+#       (bench_cuda_attention), bulk copies and cp.async pieces.
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
 # without cuobjdump) go to one archive, OUT_DIR/pending-WHAT.tgz (default OUT_DIR: /tmp), since the device tool
 # brings back few files.
@@ -186,6 +188,18 @@ prompt)
 decode)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     PATH=$PATH:/usr/local/cuda/bin
+    for k in X=1 G4_CUDA_ATTN_DECODE_BUFFERS=2 G4_CUDA_ATTN_CP=2; do
+        name=attention_$(echo "$k" | sed 's/G4_CUDA_ATTN_//' | tr -c 'A-Za-z0-9_\n' _)
+        step "$name" 60 env "$k" "$b/bench/bench_cuda_attention"
+        note "$(grep -E '^\| (sliding|full) \| (16|64) \| ' "$out/$name.log")"
+    done
+    step engine_buffers2 120 env G4_CUDA_ATTN_DECODE_BUFFERS=2 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_b2"
+    for k in "" attention; do
+        name=skip64_${k:-none}
+        step "$name" 150 env G4_CUDA_PROFILE_SKIP="$k" "$b/g4" bench --model /dev/shm/g4-12b --shape 12b \
+            --max-streams 64 --decode-only
+        note "$(grep -E '^\| 1 row \| (1|16|64) \| ' "$out/$name.log")"
+    done
     # attention_kernel<256, 4, ...>: the sliding decode launches; skip the first rounds (warm-up)
     for k in 0 2; do
         step "ncu_decode_cp$k" 150 env G4_CUDA_ATTN_CP=$k ncu --kernel-name-base demangled \
@@ -196,12 +210,6 @@ decode)
         rm -f "$out/decode_cp$k.ncu-rep"
         note "$(grep -E '^ +(Duration|Registers Per Thread|Achieved Occupancy|Compute \(SM\) Throughput|DRAM Throughput|Memory Throughput|Executed Ipc Active) ' \
             "$out/decode_cp$k-details.txt")"
-    done
-    for k in "" attention; do
-        name=skip64_${k:-none}
-        step "$name" 150 env G4_CUDA_PROFILE_SKIP="$k" "$b/g4" bench --model /dev/shm/g4-12b --shape 12b \
-            --max-streams 64 --decode-only
-        note "$(grep -E '^\| 1 row \| (1|16|64) \| ' "$out/$name.log")"
     done
     ;;
 *)
