@@ -179,8 +179,8 @@ __device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16
 }
 
 // MINB: CTAs per multiprocessor the registers must allow (1, or 2 for prompt blocks: prompt_ctas()). NB: key
-// and value buffers of each kind (1, or 2: attn_buffers()), so that NB pairs' loads are in
-// flight while a pair's scores and products run.
+// and value buffers of each kind (1, or 2: attn_buffers()), so that NB pairs' loads are in flight while a pair's
+// scores and products run.
 template <int D, int W, int MINB, int NB>
 __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_new, const uint16_t *__restrict__ v_new,
@@ -611,8 +611,7 @@ template <int D, int W, int MINB, int NB>
 static void launch_one(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
-                   int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out,
-                   kern_stream s)
+                   int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
 {
     typedef attn_shape<D, W> S;
     static bool configured = false;
@@ -634,18 +633,15 @@ template <int D, int W>
 static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
-                   int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out,
-                   kern_stream s)
+                   int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
 {
     if constexpr (D <= 256) {
         if (attn_buffers(D, W == AW_DECODE) == 2)
             return launch_one<D, W, 1, 2>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles,
-                                          n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out,
-                                          s);
+                                          n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);
         if (W == AW_PROMPT && prompt_ctas(D) == 2)
             return launch_one<D, W, 2, 1>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles,
-                                          n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out,
-                                          s);
+                                          n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);
     }
     launch_one<D, W, 1, 1>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles, n_heads, n_kv, cap,
                            is_full, window, mask_all, wz, part_acc, part_ml, out, s);
