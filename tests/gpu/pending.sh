@@ -45,6 +45,12 @@
 #       64-stream decode bench of the whole 12B as served and without attention (G4_CUDA_PROFILE_SKIP); then ncu
 #       (--set full, the SASS page as CSV) of one sliding decode attention launch at 64 streams, context 1k
 #       (bench_cuda_attention), bulk copies and cp.async pieces.
+#   [G4_TOKENIZER=…] sh tests/gpu/pending.sh next [OUT_DIR]
+#       for a session that may get one device call, the written and unmeasured knobs, most decisive first: the
+#       engine test with all three attention knobs on (cp.async pieces, longest first, two decode buffers:
+#       bits), a 12-layer prefill to 2k with the tiles longest first or not, alternating (first token),
+#       bench_cuda_attention as served / with two decode buffers / with cp.async pieces, then 8k prefill with
+#       and without longest first.
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
 # without cuobjdump) go to one archive, OUT_DIR/pending-WHAT.tgz (default OUT_DIR: /tmp), since the device tool
 # brings back few files.
@@ -185,6 +191,27 @@ prompt)
             "$out/prompt$1-details.txt")"
     done
     ;;
+next)
+    # what the last sessions wrote and could not run, most decisive first, for a session that gets one call
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+    step engine_knobs 120 env G4_CUDA_ATTN_CP=3 G4_CUDA_ATTN_LONGEST_FIRST=3 G4_CUDA_ATTN_DECODE_BUFFERS=2 \
+        G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_knobs"
+    m12="--model /dev/shm/g4-12b-12 --shape 12b --layers 12 --max-streams 1 --prefill-only"
+    for k in 0 1 0 1; do
+        i=$((${i:-0} + 1))
+        step "prefill${i}_lf$k" 60 env G4_CUDA_ATTN_LONGEST_FIRST=$k "$b/g4" bench $m12 --max-prefill 2048
+        note "$(grep -E '^\| (512|2048) \||first token, 1000-token prompt:' "$out/prefill${i}_lf$k.log")"
+    done
+    for k in X=1 G4_CUDA_ATTN_DECODE_BUFFERS=2 G4_CUDA_ATTN_CP=2; do
+        name=attention_$(echo "$k" | sed 's/G4_CUDA_ATTN_//' | tr -c 'A-Za-z0-9_\n' _)
+        step "$name" 60 env "$k" "$b/bench/bench_cuda_attention"
+        note "$(grep -E '^\| (sliding|full) \| (16|64) \| ' "$out/$name.log")"
+    done
+    for k in 0 1; do
+        step "prefill8k_lf$k" 90 env G4_CUDA_ATTN_LONGEST_FIRST=$k "$b/g4" bench $m12 --max-prefill 8192
+        note "$(grep -E '^\| 8192 \|' "$out/prefill8k_lf$k.log")"
+    done
+    ;;
 decode)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     PATH=$PATH:/usr/local/cuda/bin
@@ -213,7 +240,7 @@ decode)
     done
     ;;
 *)
-    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|attention|rows|loads|prompt|decode [OUT_DIR]" >&2
+    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|attention|rows|loads|prompt|decode|next [OUT_DIR]" >&2
     exit 2
     ;;
 esac
