@@ -1,6 +1,6 @@
 // elementwise — the small one-pass ops: GeGLU of a prompt pass's gate|up product (decode passes apply it in
-// the product's epilogue, segments.cuh: the same geglu1 on the same values), the final soft-cap, and the
-// image embedder's pixel rescale and position-table add.
+// the product's epilogue, segments.cuh: the same geglu1 on the same values), the final soft-cap, the image
+// embedder's pixel rescale and position-table add, and a row gather.
 #include "common.cuh"
 #include "kernels.h"
 #include "segments.cuh"
@@ -44,6 +44,16 @@ __global__ void positions_kernel(float *__restrict__ h, const float *__restrict_
         h[(size_t)r * E + i] += table[((size_t)x * 2 + 0) * E + i] + table[((size_t)y * 2 + 1) * E + i];
 }
 
+// dst row j = src row index[j], rows of `pieces` 16-byte pieces
+__global__ void gather_rows_kernel(const uint4 *__restrict__ src, const int32_t *__restrict__ index, int pieces,
+                                   uint4 *__restrict__ dst)
+{
+    kern_dep_launch();
+    kern_dep_wait();
+    const uint4 *from = src + (size_t)index[blockIdx.x] * pieces;
+    for (int i = threadIdx.x; i < pieces; i += blockDim.x) dst[(size_t)blockIdx.x * pieces + i] = from[i];
+}
+
 static int blocks_for(long n)
 {
     long b = (n + 255) / 256;
@@ -80,5 +90,18 @@ extern "C" void kern_add_positions(float *h, const float *table, const int32_t *
 {
     if (rows == 0) return;
     kern_launch(positions_kernel, dim3(rows), dim3(256), 0, s, h, table, positions, E);
+    KERN_LAUNCHED();
+}
+
+extern "C" void kern_gather_rows(const void *src, const int32_t *index, int rows, size_t row_bytes, void *dst,
+                                 kern_stream s)
+{
+    if (row_bytes % 16 || (uintptr_t)src % 16 || (uintptr_t)dst % 16) {
+        fprintf(stderr, "g4: fatal: kern_gather_rows: rows of %zu bytes (16-byte pieces, aligned)\n", row_bytes);
+        abort();
+    }
+    if (rows == 0) return;
+    kern_launch(gather_rows_kernel, dim3(rows), dim3(256), 0, s, (const uint4 *)src, index, (int)(row_bytes / 16),
+                (uint4 *)dst);
     KERN_LAUNCHED();
 }

@@ -162,6 +162,10 @@ void kern_rmsnorm(const float *x, const float *w, float eps, int rows, int n, fl
 void kern_rmsnorm_gather(const float *x, const int32_t *index, const float *w, float eps, int rows, int n,
                          uint16_t *y16, kern_stream s);
 
+/* dst row j = src row index[j] for j < rows (device index; rows of row_bytes, a multiple of 16); src and dst must
+ * not overlap. */
+void kern_gather_rows(const void *src, const int32_t *index, int rows, size_t row_bytes, void *dst, kern_stream s);
+
 /* x = (x + RMSNorm(t; w)) * scalar, rows of n; then, when w_next is not NULL, xn16 = bf16(RMSNorm(x; w_next))
  * (the next block's input norm, fused). */
 void kern_residual_norm_add(float *x, const float *t, const float *w, float eps, float scalar, const float *w_next,

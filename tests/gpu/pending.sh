@@ -47,8 +47,9 @@
 #       (bench_cuda_attention), bulk copies and cp.async pieces.
 #   [G4_TOKENIZER=…] sh tests/gpu/pending.sh next [OUT_DIR]
 #       for a session that may get one device call, the written and unmeasured knobs, most decisive first: the
-#       engine test with all three attention knobs on (cp.async pieces, longest first, two decode buffers:
-#       bits), a 12-layer prefill to 2k with the tiles longest first or not, alternating (first token),
+#       engine test with the four knobs on (cp.async pieces, longest first, two decode buffers, the last layer
+#       on the logits rows: bits), a 12-layer prefill to 2k with the tiles longest first or not and the last
+#       layer on the logits rows or every row, alternating (first token),
 #       bench_cuda_attention as served / with two decode buffers / with cp.async pieces, then 8k prefill with
 #       and without longest first.
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
@@ -195,12 +196,15 @@ next)
     # what the last sessions wrote and could not run, most decisive first, for a session that gets one call
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     step engine_knobs 120 env G4_CUDA_ATTN_CP=3 G4_CUDA_ATTN_LONGEST_FIRST=3 G4_CUDA_ATTN_DECODE_BUFFERS=2 \
-        G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_knobs"
+        G4_CUDA_LAST_ROWS=1 G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine_knobs"
     m12="--model /dev/shm/g4-12b-12 --shape 12b --layers 12 --max-streams 1 --prefill-only"
-    for k in 0 1 0 1; do
-        i=$((${i:-0} + 1))
-        step "prefill${i}_lf$k" 60 env G4_CUDA_ATTN_LONGEST_FIRST=$k "$b/g4" bench $m12 --max-prefill 2048
-        note "$(grep -E '^\| (512|2048) \||first token, 1000-token prompt:' "$out/prefill${i}_lf$k.log")"
+    i=0
+    for k in X=1 G4_CUDA_ATTN_LONGEST_FIRST=1 G4_CUDA_LAST_ROWS=1 G4_CUDA_ATTN_LONGEST_FIRST=1,G4_CUDA_LAST_ROWS=1 \
+        X=1 G4_CUDA_ATTN_LONGEST_FIRST=1 G4_CUDA_LAST_ROWS=1 G4_CUDA_ATTN_LONGEST_FIRST=1,G4_CUDA_LAST_ROWS=1; do
+        i=$((i + 1))
+        name=prefill${i}_$(echo "$k" | sed 's/G4_CUDA_//g' | tr -c 'A-Za-z0-9_\n' _)
+        step "$name" 60 env $(echo "$k" | tr , ' ') "$b/g4" bench $m12 --max-prefill 2048
+        note "$(grep -E '^\| (512|2048) \||first token, 1000-token prompt:' "$out/$name.log")"
     done
     for k in X=1 G4_CUDA_ATTN_DECODE_BUFFERS=2 G4_CUDA_ATTN_CP=2; do
         name=attention_$(echo "$k" | sed 's/G4_CUDA_ATTN_//' | tr -c 'A-Za-z0-9_\n' _)

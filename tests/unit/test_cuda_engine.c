@@ -16,7 +16,9 @@
  *               (the rows that differ at smaller margins are printed).
  *   row-exact:  a prompt's logits are bit-identical fed as one chunk, in chunks of 5, one row at a time,
  *               and beside other streams in the same steps (as a decode window and among decode rows); a
- *               long prompt in chunks of 512 (prompt GEMM) equals it in chunks of 3 (decode GEMM).
+ *               long prompt in chunks of 512 (prompt GEMM) equals it in chunks of 3 (decode GEMM); the last
+ *               row's logits alone (the last layer then runs past its attention on that row only, where
+ *               cuda_set_last_rows is on) equal that row of the whole prompt's, with the setting on and off.
  *   draws:      the tokens the engine draws (candidates selected on the device) equal samp_sample's on the
  *               logits of the same step. */
 #include <cJSON.h>
@@ -27,6 +29,7 @@
 #include "model/model.h"
 #include "test.h"
 #ifdef G4_HAVE_CUDA
+#include "engine/cuda/cuda_engine.h" /* cuda_set_last_rows */
 #include "kernels.h" /* kern_attention_force_partial_groups, kern_attention_set_knobs, kern_set_early_loads */
 #endif
 
@@ -74,6 +77,19 @@ static float *prompt_logits(struct g4_model *m, enum engine_device dev, enum eng
     float *l = g4_calloc((size_t)T * m->cfg.text.vocab, sizeof *l);
     EXPECTF(e, "%s", err);
     if (e) EXPECTF(prefill_run(e, engine_stream_open(e), ids, T, NULL, 0, chunk, l, 1, err) == 0, "%s", err);
+    engine_destroy(e);
+    return l;
+}
+
+/* The last row's logits (V) of the prompt fed in chunks of `chunk`. */
+static float *last_row_logits(struct g4_model *m, const int32_t *ids, int T, int chunk)
+{
+    struct engine_opts o = {ENGINE_CUDA, 4, T + 32, 0, ENGINE_IMAGE_MASK_SLIDING_ONLY, ENGINE_FP32};
+    char err[G4_ERR_MAX];
+    struct engine *e = engine_create(m, &o, err);
+    float *l = g4_calloc(m->cfg.text.vocab, sizeof *l);
+    EXPECTF(e, "%s", err);
+    if (e) EXPECTF(prefill_run(e, engine_stream_open(e), ids, T, NULL, 0, chunk, l, 0, err) == 0, "%s", err);
     engine_destroy(e);
     return l;
 }
@@ -368,6 +384,25 @@ static void check_prompt(const char *name, struct g4_model *m, const int32_t *id
                !memcmp(g1, single, (size_t)T * V * 4) ? "bit-identical" : "DIFFER");
         free(chunk);
         free(single);
+    }
+    {
+        /* the last layer on the logits rows alone (cuda_step.c), on and off: the last row's logits, the
+         * prompt in one chunk and in chunks of 5, equal that row of the whole prompt's logits */
+        int was = cuda_set_last_rows(-1), same = 1;
+        for (int on = 0; on <= 1; on++) {
+            cuda_set_last_rows(on);
+            for (int chunk = 5; chunk; chunk = chunk == 5 ? ENGINE_CHUNK_ROWS : 0) {
+                float *last = last_row_logits(m, ids, T, chunk);
+                int eq = !memcmp(last, gpu + (size_t)(T - 1) * V, (size_t)V * 4);
+                EXPECTF(eq, "%s: last layer on the logits rows %s, chunks of %d: the last row differs", name,
+                        on ? "alone" : "and all", chunk);
+                same &= eq;
+                free(last);
+            }
+        }
+        cuda_set_last_rows(was);
+        printf("  %-7s last layer on the logits rows alone = on every row: the last row's logits %s\n", name,
+               same ? "bit-identical" : "DIFFER");
     }
 #endif
     {

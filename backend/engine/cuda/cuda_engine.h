@@ -96,6 +96,7 @@ struct cuda_engine {
     float *x, *t, *qkv, *logits, *image_rows, *part_acc, *part_ml;
     uint16_t *xn, *q16, *k_new, *v_new, *o, *h;
     int32_t *tokens, *image_index, *logit_rows;
+    int32_t *row_ids; /* 0, 1, ..., max_rows - 1: the logits rows once the last layer has gathered them */
     struct kern_row *meta;
     struct kern_tile *tiles;    /* CUDA_TILE_SETS lists of max_rows tiles */
     int *n_tiles;               /* (CUDA_TILE_SETS) */
@@ -180,6 +181,9 @@ int cuda_prof_skips(const struct cuda_engine *e, enum cuda_prof_kind kind); /* G
 
 /* cuda_step.c */
 void cuda_run_items(struct cuda_engine *e, const struct engine_item *items, int n_items, const int *lengths);
+/* The last layer past its attention on the logits rows alone (cuda_step.c): 1 on, 0 off, -1 leaves it; returns
+ * the setting before. A tuning knob: the logits are the same bits either way. */
+int cuda_set_last_rows(int on);
 
 /* cuda_vision.c */
 int cuda_load_vision(struct cuda_engine *e, char *err);

@@ -9,6 +9,7 @@
  * residual update fused with the next layer's input norm. In a decode pass of few rows the norms and RoPE
  * and the residual updates run in the tails of the products before them (kernels.h, "product tails"). The logits rows of every item go through the final
  * norm and the tied head together, CUDA_LOGIT_ROWS at a time, and their tokens are drawn (cuda_sample.c). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/cuda/cuda_engine.h"
@@ -174,13 +175,48 @@ static void layer_forward(struct cuda_engine *e, const struct cuda_layer *l, int
     product_residual(e, e->h, l->w_down, R, c->intermediate, l->post_ff_norm, l->scalar, next_norm, PROF_DOWN);
 }
 
-/* Final norm, tied head and soft-cap for the pass's logits rows, CUDA_LOGIT_ROWS at a time; each chunk's
- * draws are selected and its logits copied out before the next chunk reuses the buffer (cuda_sample.c). */
-static void pass_logits(struct cuda_engine *e, int n_logits)
+/* Whether the last layer runs its output product and MLP on the logits rows alone (G4_CUDA_LAST_ROWS=1, or
+ * cuda_set_last_rows; -1 until read). By the last layer's attention every row's keys and values are stored,
+ * and nothing after the last layer reads the other rows' hidden states (the drafter reads the logits rows'),
+ * so their o, gate|up and down products are dropped: a 1,000-row prompt's first token then runs them on one
+ * row. A row's products do not depend on the rows beside it (row-exact), so its logits keep their bits. */
+static int last_rows = -1;
+
+int cuda_set_last_rows(int on)
+{
+    if (last_rows < 0) last_rows = getenv("G4_CUDA_LAST_ROWS") && atoi(getenv("G4_CUDA_LAST_ROWS")) == 1;
+    int was = last_rows;
+    if (on >= 0) last_rows = on != 0;
+    return was;
+}
+
+/* The last layer over R rows of which the L logits rows (e->logit_rows) go on past the attention: their
+ * attention outputs gather into q16 (free once the attention has run) and their residual rows into t, and x
+ * and t swap, so the rest of the layer runs on rows 0 .. L-1. The caller swaps them back after the logits. */
+static void last_layer_logit_rows(struct cuda_engine *e, const struct cuda_layer *l, int R, int L, int graphed)
+{
+    const struct cfg_layer *c = l->c;
+    float *x = e->x;
+    qkv_product(e, l, R);
+    if (!cuda_prof_skips(e, PROF_ATTN_SLIDING)) attend(e, l, R, graphed);
+    if (L == 0) return; /* a chunk that ends no prompt: nothing past the keys and values */
+    kern_gather_rows(e->o, e->logit_rows, L, (size_t)c->q_dim * 2, e->q16, e->stream);
+    kern_gather_rows(e->x, e->logit_rows, L, (size_t)e->H * 4, e->t, e->stream);
+    cuda_prof_mark(e, PROF_RESID);
+    e->x = e->t, e->t = x;
+    product_residual(e, e->q16, l->wo, L, c->q_dim, l->post_attn_norm, 1.0f, l->pre_ff_norm, PROF_O);
+    gate_up(e, l, L);
+    product_residual(e, e->h, l->w_down, L, c->intermediate, l->post_ff_norm, l->scalar, NULL, PROF_DOWN);
+}
+
+/* Final norm, tied head and soft-cap for the pass's logits rows (rows of e->x: rows[j] for j < n_logits),
+ * CUDA_LOGIT_ROWS at a time; each chunk's draws are selected and its logits copied out before the next chunk
+ * reuses the buffer (cuda_sample.c). */
+static void pass_logits(struct cuda_engine *e, int n_logits, const int32_t *rows)
 {
     for (int first = 0; first < n_logits; first += CUDA_LOGIT_ROWS) {
         int n = n_logits - first < CUDA_LOGIT_ROWS ? n_logits - first : CUDA_LOGIT_ROWS;
-        kern_rmsnorm_gather(e->x, e->logit_rows + first, e->final_norm, e->rms_eps, n, e->H, e->xn, e->stream);
+        kern_rmsnorm_gather(e->x, rows + first, e->final_norm, e->rms_eps, n, e->H, e->xn, e->stream);
         kern_gemm(e->xn, e->embed, NULL, e->logits, NULL, n, e->V, e->H, &e->gemm_ws, e->stream);
         if (e->has_softcap) kern_softcap(e->logits, (long)n * e->V, e->softcap, e->stream);
         cuda_prof_mark(e, PROF_HEAD);
@@ -197,9 +233,13 @@ static void enqueue_pass(struct cuda_engine *e, int R, int L, int graphed)
     kern_embed(e->tokens, e->embed, e->embed_scale, e->image_rows, e->image_index, R, e->H, e->x, e->stream);
     kern_rmsnorm(e->x, e->layers[0].in_norm, e->rms_eps, R, e->H, NULL, e->xn, e->stream);
     cuda_prof_mark(e, PROF_EMBED);
-    for (int i = 0; i < e->L; i++)
+    float *x = e->x, *t = e->t;
+    int gathered = cuda_set_last_rows(-1) && L < R;
+    for (int i = 0; i + gathered < e->L; i++)
         layer_forward(e, &e->layers[i], R, graphed, i + 1 < e->L ? e->layers[i + 1].in_norm : NULL);
-    pass_logits(e, L);
+    if (gathered) last_layer_logit_rows(e, &e->layers[e->L - 1], R, L, graphed);
+    pass_logits(e, L, gathered ? e->row_ids : e->logit_rows);
+    e->x = x, e->t = t;
 }
 
 /* The attention split of each tile set for this pass's tiles (kern_attention_groups): part of a graph's
