@@ -68,30 +68,24 @@ static int32_t *case_ids(const char *dir, int which, int *T)
     return out;
 }
 
-static float *prompt_logits(struct g4_model *m, enum engine_device dev, enum engine_precision prec, const int32_t *ids,
-                            int T, int chunk)
+/* The prompt's logits fed in chunks of `chunk`: every row's (T, V) with all_rows, else the last row's (V). */
+static float *run_prompt(struct g4_model *m, enum engine_device dev, enum engine_precision prec, const int32_t *ids,
+                         int T, int chunk, int all_rows)
 {
     struct engine_opts o = {dev, 4, T + 32, 0, ENGINE_IMAGE_MASK_SLIDING_ONLY, prec};
     char err[G4_ERR_MAX];
     struct engine *e = engine_create(m, &o, err);
-    float *l = g4_calloc((size_t)T * m->cfg.text.vocab, sizeof *l);
+    float *l = g4_calloc((size_t)(all_rows ? T : 1) * m->cfg.text.vocab, sizeof *l);
     EXPECTF(e, "%s", err);
-    if (e) EXPECTF(prefill_run(e, engine_stream_open(e), ids, T, NULL, 0, chunk, l, 1, err) == 0, "%s", err);
+    if (e) EXPECTF(prefill_run(e, engine_stream_open(e), ids, T, NULL, 0, chunk, l, all_rows, err) == 0, "%s", err);
     engine_destroy(e);
     return l;
 }
 
-/* The last row's logits (V) of the prompt fed in chunks of `chunk`. */
-static float *last_row_logits(struct g4_model *m, const int32_t *ids, int T, int chunk)
+static float *prompt_logits(struct g4_model *m, enum engine_device dev, enum engine_precision prec, const int32_t *ids,
+                            int T, int chunk)
 {
-    struct engine_opts o = {ENGINE_CUDA, 4, T + 32, 0, ENGINE_IMAGE_MASK_SLIDING_ONLY, ENGINE_FP32};
-    char err[G4_ERR_MAX];
-    struct engine *e = engine_create(m, &o, err);
-    float *l = g4_calloc(m->cfg.text.vocab, sizeof *l);
-    EXPECTF(e, "%s", err);
-    if (e) EXPECTF(prefill_run(e, engine_stream_open(e), ids, T, NULL, 0, chunk, l, 0, err) == 0, "%s", err);
-    engine_destroy(e);
-    return l;
+    return run_prompt(m, dev, prec, ids, T, chunk, 1);
 }
 
 /* The prompt fed one row per step while two other streams decode beside it in the same steps. */
@@ -392,7 +386,7 @@ static void check_prompt(const char *name, struct g4_model *m, const int32_t *id
         for (int on = 0; on <= 1; on++) {
             cuda_set_last_rows(on);
             for (int chunk = 5; chunk; chunk = chunk == 5 ? ENGINE_CHUNK_ROWS : 0) {
-                float *last = last_row_logits(m, ids, T, chunk);
+                float *last = run_prompt(m, ENGINE_CUDA, ENGINE_FP32, ids, T, chunk, 0);
                 int eq = !memcmp(last, gpu + (size_t)(T - 1) * V, (size_t)V * 4);
                 EXPECTF(eq, "%s: last layer on the logits rows %s, chunks of %d: the last row differs", name,
                         on ? "alone" : "and all", chunk);
