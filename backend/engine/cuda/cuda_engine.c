@@ -188,7 +188,7 @@ static size_t scratch_bytes(const struct cuda_engine *e, int rows)
     per_row += 2 * (size_t)e->max_kvd * 2;                              /* k_new, v_new */
     per_row += (size_t)e->max_i * 2;                                    /* h */
     per_row += (size_t)KERN_ATTN_PARTIALS * (e->max_qd + 2 * e->max_heads) * 4; /* part_acc, part_ml */
-    per_row += 4 * 4 + sizeof(struct kern_row) + CUDA_TILE_SETS * sizeof(struct kern_tile); /* ids, meta, tiles */
+    per_row += 3 * 4 + sizeof(struct kern_row) + CUDA_TILE_SETS * sizeof(struct kern_tile); /* ids, meta, tiles */
     per_row += sizeof(struct kern_select_row) + (size_t)KERN_TOPK_MAX * 8 + 4;  /* draws: selection, candidates */
     gemm_ws_size(e, &ws_floats, &ws_counters);
     return per_row * rows + (size_t)CUDA_LOGIT_ROWS * e->V * 4 + (size_t)rows * e->H * 4 /* image rows */ +
@@ -276,9 +276,6 @@ static void alloc_scratch(struct cuda_engine *e)
     e->h_tokens = cuda_alloc_pinned(R * sizeof *e->h_tokens);
     e->h_image_index = cuda_alloc_pinned(R * sizeof *e->h_image_index);
     e->h_logit_rows = cuda_alloc_pinned(R * sizeof *e->h_logit_rows);
-    e->row_ids = cuda_alloc(e, R * 4);
-    for (size_t r = 0; r < R; r++) e->h_logit_rows[r] = (int32_t)r;
-    CUDA_CHECK(cudaMemcpy(e->row_ids, e->h_logit_rows, R * 4, cudaMemcpyHostToDevice));
     e->h_meta = cuda_alloc_pinned(R * sizeof *e->h_meta);
     e->h_tiles = cuda_alloc_pinned(CUDA_TILE_SETS * R * sizeof *e->h_tiles);
     e->h_n_tiles = cuda_alloc_pinned(CUDA_TILE_SETS * sizeof *e->h_n_tiles);

@@ -96,7 +96,6 @@ struct cuda_engine {
     float *x, *t, *qkv, *logits, *image_rows, *part_acc, *part_ml;
     uint16_t *xn, *q16, *k_new, *v_new, *o, *h;
     int32_t *tokens, *image_index, *logit_rows;
-    int32_t *row_ids; /* 0, 1, ..., max_rows - 1: the logits rows once the last layer has gathered them */
     struct kern_row *meta;
     struct kern_tile *tiles;    /* CUDA_TILE_SETS lists of max_rows tiles */
     int *n_tiles;               /* (CUDA_TILE_SETS) */

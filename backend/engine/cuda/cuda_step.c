@@ -209,14 +209,16 @@ static void last_layer_logit_rows(struct cuda_engine *e, const struct cuda_layer
     product_residual(e, e->h, l->w_down, L, c->intermediate, l->post_ff_norm, l->scalar, NULL, PROF_DOWN);
 }
 
-/* Final norm, tied head and soft-cap for the pass's logits rows (rows of e->x: rows[j] for j < n_logits),
- * CUDA_LOGIT_ROWS at a time; each chunk's draws are selected and its logits copied out before the next chunk
- * reuses the buffer (cuda_sample.c). */
-static void pass_logits(struct cuda_engine *e, int n_logits, const int32_t *rows)
+/* Final norm, tied head and soft-cap for the pass's logits rows (rows of e->x: e->logit_rows, or with
+ * `gathered` rows 0 .. n_logits-1, normed by the same row function), CUDA_LOGIT_ROWS at a time; each chunk's
+ * draws are selected and its logits copied out before the next chunk reuses the buffer (cuda_sample.c). */
+static void pass_logits(struct cuda_engine *e, int n_logits, int gathered)
 {
     for (int first = 0; first < n_logits; first += CUDA_LOGIT_ROWS) {
         int n = n_logits - first < CUDA_LOGIT_ROWS ? n_logits - first : CUDA_LOGIT_ROWS;
-        kern_rmsnorm_gather(e->x, rows + first, e->final_norm, e->rms_eps, n, e->H, e->xn, e->stream);
+        if (gathered)
+            kern_rmsnorm(e->x + (size_t)first * e->H, e->final_norm, e->rms_eps, n, e->H, NULL, e->xn, e->stream);
+        else kern_rmsnorm_gather(e->x, e->logit_rows + first, e->final_norm, e->rms_eps, n, e->H, e->xn, e->stream);
         kern_gemm(e->xn, e->embed, NULL, e->logits, NULL, n, e->V, e->H, &e->gemm_ws, e->stream);
         if (e->has_softcap) kern_softcap(e->logits, (long)n * e->V, e->softcap, e->stream);
         cuda_prof_mark(e, PROF_HEAD);
@@ -238,7 +240,7 @@ static void enqueue_pass(struct cuda_engine *e, int R, int L, int graphed)
     for (int i = 0; i + gathered < e->L; i++)
         layer_forward(e, &e->layers[i], R, graphed, i + 1 < e->L ? e->layers[i + 1].in_norm : NULL);
     if (gathered) last_layer_logit_rows(e, &e->layers[e->L - 1], R, L, graphed);
-    pass_logits(e, L, gathered ? e->row_ids : e->logit_rows);
+    pass_logits(e, L, gathered);
     e->x = x, e->t = t;
 }
 
