@@ -116,16 +116,12 @@ __device__ __forceinline__ void row_range(const struct kern_row &m, int is_full,
 
 // Keys (or values) of block b into rows[KB][LDS], by every thread of the block; rows outside [lo, hi] are
 // written with zeros (their scores are masked and their values weighted 0, and 0 times stale bits could be
-// NaN). Two ways, the same bytes (cp, a kernel argument: G4_CUDA_ATTN_CP, kern_attention_set_knobs):
-// - bulk copies (cp 0): one per position, counted on bar, which thread 0 arms with their bytes. A warp's
-//   copies issue one lane at a time, so each warp takes KB / warps rows (warp 0 alone took 64: the rest of the
-//   block waited at the next barrier). The fence orders the thread's zeros, and the block's reads of the buffer
-//   before the caller's __syncthreads, before the new copies; copies that land before the arming only run the
-//   count below zero for a moment, and the phase needs the arming's arrival.
-// - 16-byte cp.async pieces (cp 1), consecutive threads along a row (a warp reads 512 contiguous bytes at
-//   head dim 256), zeros by the copies' zero fill; each thread arrives on bar (initialised with one arrival per
-//   thread) when its pieces have landed. The bulk copies' engine takes one row at a time per multiprocessor;
-//   the pieces go out from every thread at once.
+// NaN). One bulk copy per position, counted on bar, which thread 0 arms with their bytes. A warp's copies
+// issue one lane at a time, so each warp takes KB / warps rows (warp 0 alone took 64: the rest of the block
+// waited at the next barrier). The fence orders the thread's zeros, and the block's reads of the buffer before
+// the caller's __syncthreads, before the new copies; copies that land before the arming only run the count
+// below zero for a moment, and the phase needs the arming's arrival. (16-byte cp.async pieces from every
+// thread, version 13.2, were slower in every decode shape: 64 streams 207 -> 335 µs a sliding layer.)
 //
 // part: LOAD_ALL, or the block in two calls (early loads, kernels.h): LOAD_CACHE arms the barrier with every
 // row's bytes, writes the zeros and copies the rows from the cache, which no kernel of the pass before the
@@ -137,27 +133,9 @@ __device__ __forceinline__ void row_range(const struct kern_row &m, int is_full,
 template <int D>
 __device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16_t *fresh, const uint16_t *cache,
                                            const struct kern_row &m0, int b, int lo, int hi, int kvh, int cap, int kvd,
-                                           uint64_t *bar, int cp, int part = LOAD_ALL)
+                                           uint64_t *bar, int part = LOAD_ALL)
 {
     const int kb0 = b * KB;
-    if (cp) {
-        // a thread's pieces share one column (every block's thread count is a multiple of a row's pieces),
-        // so the ring's modulo is taken once a row
-        constexpr int CH = D / 8; // 16-byte pieces a row
-        static_assert(32 * AW_DECODE % CH == 0, "a block's threads cover whole rows");
-        const int c = (threadIdx.x % CH) * 8, step = blockDim.x / CH;
-        for (int j = threadIdx.x / CH; j < KB; j += step) {
-            const int kp = kb0 + j;
-            const bool in = kp >= lo && kp <= hi, is_fresh = in && kp >= m0.pos0;
-            if (!(part & (is_fresh ? LOAD_FRESH : LOAD_CACHE))) continue;
-            const uint16_t *src = !in ? cache
-                                      : (is_fresh ? fresh + (size_t)(m0.base + kp - m0.pos0) * kvd
-                                                  : cache + ((size_t)m0.stream * cap + kp % cap) * kvd) + kvh * D + c;
-            cp_async16(&rows[j][c], src, in);
-        }
-        if (part & LOAD_FRESH) cp_async_mbar_arrive(bar);
-        return;
-    }
     const int per = KB / (blockDim.x >> 5), lane = threadIdx.x & 31, j = (threadIdx.x >> 5) * per + lane;
     if (part & LOAD_CACHE) {
         fence_proxy_async();
@@ -178,27 +156,28 @@ __device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16
     }
 }
 
-// MINB: CTAs per multiprocessor the registers must allow (1, or 2 for prompt blocks: prompt_ctas()). NB: key
-// and value buffers of each kind (1, or 2: attn_buffers()), so that NB pairs' loads are in flight while a pair's
-// scores and products run.
-template <int D, int W, int MINB, int NB>
-__global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
+// One key and one value buffer: two blocks of 8 warps per multiprocessor (128 registers, spilling) and two
+// pairs in flight (prompt passes, version 13.1), or two pairs in 4-warp decode blocks (version 13.2: 64 streams
+// 207 -> 315 µs a sliding layer, one block per multiprocessor) gained nothing.
+template <int D, int W>
+__global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_new, const uint16_t *__restrict__ v_new,
     const uint16_t *__restrict__ cache_k, const uint16_t *__restrict__ cache_v, const struct kern_row *__restrict__ meta,
     const struct kern_tile *__restrict__ tiles, const int *__restrict__ n_tiles, int n_heads, int n_kv, int cap,
     int is_full, int window, int mask_all, float *__restrict__ part_acc, float *__restrict__ part_ml,
-    uint16_t *__restrict__ out, int early, int cp, int longest_first)
+    uint16_t *__restrict__ out, int early)
 {
     kern_dep_launch();
     // a graph's grid covers every tile its rows could form; blocks past the pass's own return before waiting
     // (n_tiles, like the tiles and the row table, is copied in before the pass's first kernel, and no kernel
     // writes it). With early loads (kernels.h) the tile's facts and key range are read before the wait too,
     // while q|k|v's preparation finishes; only the queries, the new keys and the caches wait for it.
-    // longest_first: the blocks, in launch order (x fastest, then y), take the (tile, kv head) pairs last tile
-    // first, every kv head of a tile before the next: in a causal prompt the last tiles see the most keys, and
-    // the greedy schedule then ends evenly (a long tile is not left to start last)
+    // Prompt passes take the (tile, kv head) pairs, in launch order (x fastest, then y), last tile first, every
+    // kv head of a tile before the next: in a causal prompt the last tiles see the most keys, and the greedy
+    // schedule then ends evenly (a long tile is not left to start last; version 13.2: a 1,000-token first token
+    // 51.8 -> 49.4 ms with the last layer on the logits rows, 8k prefill +2 %). Decode tiles are one row each.
     int ti = blockIdx.x, kvh = blockIdx.y;
-    if (longest_first) {
+    if (W == AW_PROMPT) {
         const int lin = (int)(blockIdx.y * gridDim.x + blockIdx.x);
         ti = *n_tiles - 1 - lin / n_kv, kvh = lin % n_kv;
     }
@@ -207,16 +186,11 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     typedef attn_shape<D, W> S;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     uint16_t(*qs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw);
-    // buffer n: its keys after the queries, its values after all the key buffers
-    auto ksb = [&](int n) {
-        return reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * (S::NSLOT + n * KB) * S::LDS);
-    };
-    auto vsb = [&](int n) {
-        return reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * (S::NSLOT + (NB + n) * KB) * S::LDS);
-    };
-    uint16_t(*ks)[S::LDS] = ksb(0), (*vs)[S::LDS] = vsb(0);
+    // the keys after the queries, the values after the keys
+    uint16_t(*ks)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * S::NSLOT * S::LDS);
+    uint16_t(*vs)[S::LDS] = ks + KB;
     __shared__ int range_lo, range_hi;
-    __shared__ uint64_t bars[2 * NB]; // buffer n's key block (2n) and value block (2n + 1) arrivals (load_block)
+    __shared__ uint64_t bars[2]; // the key block's and the value block's arrivals (load_block)
     __shared__ float red_max[S::XG][S::PARTS][16], red_sum[S::XG][S::PARTS][16];
     __shared__ __align__(16) uint16_t pw[S::XG][16][KB + 8]; // the group's bf16 weights of one block
     constexpr int NT = S::NT;
@@ -230,8 +204,8 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     const bool live = grp * 16 < n_slots;
 
     if (threadIdx.x == 0) {
-#pragma unroll
-        for (int n = 0; n < 2 * NB; n++) mbar_init(&bars[n], cp ? blockDim.x : 1);
+        mbar_init(&bars[0], 1);
+        mbar_init(&bars[1], 1);
         mbar_init_fence();
     }
     if (warp == 0) { // the union of the tile's rows' ranges
@@ -261,10 +235,8 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     }
     // This CTA's partials are blockIdx.z, + WZ, ... (WZ = gridDim.z, the host's choice); each runs exactly as
     // if alone. The (partial, block) pairs form one sequence, and the next pair's keys load while this pair's
-    // weights and products run, its values while the scores run (one load in flight per buffer, NB buffers of
-    // each kind taken in turn; kpar and vpar hold the parities of the buffers' next phases), across partial
-    // boundaries too. A partial with no visible
-    // block is written empty. first_pair: the sequence's first pair to load (lw = NP: none).
+    // weights and products run, its values while the scores run (kpar and vpar: the parities of the buffers'
+    // next phases), across partial boundaries too. A partial with no visible block is written empty. first_pair: the sequence's first pair to load (lw = NP: none).
     auto first_of = [&](int b_first, int w) { return b_first + ((w - b_first % NP) % NP + NP) % NP; };
     auto first_pair = [&](int lo, int hi, int *lw, int *lb) {
         *lw = blockIdx.z, *lb = first_of(lo / KB, *lw);
@@ -275,13 +247,13 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
         __syncthreads(); // the range and the barriers
         first_pair(range_lo, range_hi, &lw, &lb);
         if (lw < NP) {
-            load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], cp, LOAD_CACHE);
-            load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], cp, LOAD_CACHE);
+            load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], LOAD_CACHE);
+            load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], LOAD_CACHE);
         }
         if (early == 1) kern_dep_wait();
         if (lw < NP) {
-            load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], cp, LOAD_FRESH);
-            load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], cp, LOAD_FRESH);
+            load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], LOAD_FRESH);
+            load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], LOAD_FRESH);
         }
     }
     // queries of the block's slots: slot s = (row s / G of the tile, head kvh * G + s % G)
@@ -302,20 +274,11 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
     };
     first_pair(lo, hi, &lw, &lb);
     if (!early && lw < NP) {
-        load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[0], cp);
-        load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[1], cp);
+        load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[0]);
+        load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[1]);
     }
     advance();
-#pragma unroll
-    for (int n = 1; n < NB; n++) { // the next pairs into the other buffers
-        if (lw < NP) {
-            load_block<D>(ksb(n), k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * n], cp);
-            load_block<D>(vsb(n), v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * n + 1], cp);
-        }
-        advance();
-    }
-    unsigned kpar = 0, vpar = 0; // bit n: the parity of buffer n's next phase
-    int buf = 0;                 // the buffer of the pair being run
+    unsigned kpar = 0, vpar = 0;
     cp_async_wait<0>(); // the queries (visible to all after the loop's first __syncthreads)
     // with one CTA per tile (WZ = 1) the partials fold here, in order, by the merge kernel's rule
     float rm[2] = {-INFINITY, -INFINITY}, rl[2] = {0.0f, 0.0f}, ro[S::DP / 8][4];
@@ -328,11 +291,10 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
         for (int j = 0; j < S::DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
         for (int b = first_of(b_first, w); b <= b_last; b += NP) {
             const int kb0 = b * KB;
-            // (w, b) is in buffer buf; (lw, lb), the next pair to load, goes into it once it is read
+            // (w, b) is in the buffers; (lw, lb), the next pair to load, goes into them once they are read
             const bool more = lw < NP;
-            uint16_t(*kc_)[S::LDS] = ksb(buf), (*vc_)[S::LDS] = vsb(buf);
-            mbar_wait(&bars[2 * buf], (kpar >> buf) & 1u);
-            kpar ^= 1u << buf;
+            mbar_wait(&bars[0], kpar);
+            kpar ^= 1u;
             __syncthreads();
 
             // scores: 16 slots x this warp's KW keys (KB / PARTS: the group's warps split the block's keys), tiles
@@ -347,14 +309,14 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
 #pragma unroll
                 for (int nj = 0; nj < NT / 2; nj++) {
                     uint32_t r[4];
-                    ldmatrix_x4(r, &kc_[kw0 + nj * 16 + (lane & 7) + ((lane >> 4) << 3)][kc * 16 + ((lane >> 3) & 1) * 8]);
+                    ldmatrix_x4(r, &ks[kw0 + nj * 16 + (lane & 7) + ((lane >> 4) << 3)][kc * 16 + ((lane >> 3) & 1) * 8]);
                     uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
                     mma_bf16_16816(sc[2 * nj], a, b0);
                     mma_bf16_16816(sc[2 * nj + 1], a, b1);
                 }
             }
             __syncthreads(); // every warp has its scores: the key buffer is free
-            if (more) load_block<D>(kc_, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * buf], cp);
+            if (more) load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[0]);
             // mask (not needed where the slot sees the whole block: the image block rule only adds keys); the
             // block maximum of each of the two slots over the group's warps (a maximum: any order)
             float bm[2];
@@ -432,8 +394,8 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
                 o[j][2] *= corr[1];
                 o[j][3] *= corr[1];
             }
-            mbar_wait(&bars[2 * buf + 1], (vpar >> buf) & 1u);
-            vpar ^= 1u << buf;
+            mbar_wait(&bars[1], vpar);
+            vpar ^= 1u;
             __syncthreads();
             // o += p · v over the block's 4 chunks of 16 keys (the weights from registers when one warp holds
             // them all, else from the group's shared rows)
@@ -450,16 +412,15 @@ __global__ void __launch_bounds__(32 * W, MINB) attention_kernel(
 #pragma unroll
                 for (int dj = 0; dj < S::DP / 16; dj++) {
                     uint32_t r[4];
-                    ldmatrix_x4_trans(r, &vc_[kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8][dpart * S::DP + dj * 16 + (lane >> 4) * 8]);
+                    ldmatrix_x4_trans(r, &vs[kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8][dpart * S::DP + dj * 16 + (lane >> 4) * 8]);
                     uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
                     mma_bf16_16816(o[2 * dj], a, b0);
                     mma_bf16_16816(o[2 * dj + 1], a, b1);
                 }
             }
             __syncthreads(); // the value buffer is free
-            if (more) load_block<D>(vc_, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[2 * buf + 1], cp);
+            if (more) load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[1]);
             advance();
-            buf = NB > 1 ? (buf + 1) % NB : 0;
         }
 
         if (WZ == 1) {
@@ -557,94 +518,23 @@ static int partial_groups(int units, int decode)
 
 extern "C" int kern_attention_groups(int tiles, int n_kv, int decode) { return partial_groups(tiles * n_kv, decode); }
 
-// Whether prompt blocks of head dim D are compiled for two per multiprocessor (MINB 2: at most 128 registers,
-// the rest spilled; the shared memory of two fits up to D 256): one block of 8 warps per multiprocessor waits
-// on its loads and barriers with nothing else to run. G4_CUDA_ATTN_PROMPT_CTAS (1 or 2) chooses; a tuning
-// knob, as the arithmetic is the same either way.
-static int prompt_ctas(int D)
-{
-    static int ctas = 0;
-    if (!ctas) ctas = env_positive("G4_CUDA_ATTN_PROMPT_CTAS", 1) == 2 ? 2 : 1;
-    return D <= 256 ? ctas : 1; // two blocks of head dim 512 would need 332 KB of shared memory
-}
-
-// Whether blocks of head dim D keep two pairs' keys and values in flight (NB 2), in prompt passes
-// (G4_CUDA_ATTN_PROMPT_BUFFERS, 1 or 2, which wins over G4_CUDA_ATTN_PROMPT_CTAS; 179 KB of shared memory at D
-// 256, so one block per multiprocessor) or decode passes (G4_CUDA_ATTN_DECODE_BUFFERS; 152 KB at D 256: one
-// 4-warp block per multiprocessor with up to four blocks of keys or values in flight, where two blocks with one
-// buffer each keep two): the loads of the pair after next run while a pair's scores and products do, where
-// with one buffer each load waits for the buffer's last reader. The same arithmetic either way.
-static int attn_buffers(int D, int decode)
-{
-    static int nb[2];
-    if (!nb[0]) {
-        nb[0] = env_positive("G4_CUDA_ATTN_PROMPT_BUFFERS", 1) == 2 ? 2 : 1;
-        nb[1] = env_positive("G4_CUDA_ATTN_DECODE_BUFFERS", 1) == 2 ? 2 : 1;
-    }
-    return D <= 256 ? nb[decode != 0] : 1; // at D 512 two of each would need 299 KB
-}
-
-// The speed knobs of kern_attention_set_knobs (kernels.h), each a sum of 1 (prompt passes: blocks of
-// AW_PROMPT warps) and 2 (decode passes); -1 until read from the environment. Tuning knobs: each tile's
-// arithmetic is its own and the same bytes land either way.
-static int knob_cp = -1, knob_longest_first = -1;
-
-static void knobs_read(void)
-{
-    if (knob_cp < 0) knob_cp = (int)env_positive("G4_CUDA_ATTN_CP", 0) & 3;
-    if (knob_longest_first < 0) knob_longest_first = (int)env_positive("G4_CUDA_ATTN_LONGEST_FIRST", 0) & 3;
-}
-
-extern "C" int kern_attention_set_knobs(int cp, int longest_first)
-{
-    knobs_read();
-    int was = knob_cp | knob_longest_first << 2;
-    if (cp >= 0) knob_cp = cp & 3;
-    if (longest_first >= 0) knob_longest_first = longest_first & 3;
-    return was;
-}
-
-// Whether a knob (a sum of 1 and 2, as above) is on for blocks of W warps.
-static int knob_on(int mask, int W) { return (mask & (W == AW_PROMPT ? 1 : 2)) != 0; }
-
-template <int D, int W, int MINB, int NB>
-static void launch_one(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
-                   const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
-                   const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
-                   int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
-{
-    typedef attn_shape<D, W> S;
-    static bool configured = false;
-    int smem = (int)(sizeof(uint16_t) * (S::NSLOT + 2 * NB * KB) * S::LDS);
-    knobs_read();
-    if (!configured) {
-        KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D, W, MINB, NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        smem));
-        configured = true;
-    }
-    kern_launch(attention_kernel<D, W, MINB, NB>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new,
-                cache_k, cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml,
-                out, kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0,
-                knob_on(knob_cp, W), knob_on(knob_longest_first, W));
-    KERN_LAUNCHED();
-}
-
 template <int D, int W>
 static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
                    int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
 {
-    if constexpr (D <= 256) {
-        if (attn_buffers(D, W == AW_DECODE) == 2)
-            return launch_one<D, W, 1, 2>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles,
-                                          n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);
-        if (W == AW_PROMPT && prompt_ctas(D) == 2)
-            return launch_one<D, W, 2, 1>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles,
-                                          n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);
+    typedef attn_shape<D, W> S;
+    static bool configured = false;
+    int smem = (int)(sizeof(uint16_t) * (S::NSLOT + 2 * KB) * S::LDS);
+    if (!configured) {
+        KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        configured = true;
     }
-    launch_one<D, W, 1, 1>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles, n_heads, n_kv, cap,
-                           is_full, window, mask_all, wz, part_acc, part_ml, out, s);
+    kern_launch(attention_kernel<D, W>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new, cache_k,
+                cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml, out,
+                kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0);
+    KERN_LAUNCHED();
 }
 
 extern "C" int kern_attention_tile_rows(int D, int group, int decode)

@@ -143,6 +143,6 @@ extern "C" void kern_gemm_bf16(const uint16_t *x, const uint16_t *w, const float
 extern "C" void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                           int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
-    if (kern_gemm_on_decode_kernel(M, N)) kern_gemm_skinny(x, w, bias, y, h, M, N, K, ws, s);
+    if (kern_gemm_on_decode_kernel(M)) kern_gemm_skinny(x, w, bias, y, h, M, N, K, ws, s);
     else kern_gemm_wgmma(x, w, bias, y, h, M, N, K, ws, s);
 }

@@ -298,7 +298,7 @@ static bool tail_fits(const struct kern_tail *t, int M, int N, int bn)
 extern "C" int kern_gemm_tail(const uint16_t *x, const uint16_t *w, float *y, int M, int N, int K,
                               const struct kern_gemm_ws *ws, const struct kern_tail *tail, kern_stream s)
 {
-    int v = kern_gemm_on_decode_kernel(M, N) ? skinny_default() : 0;
+    int v = kern_gemm_on_decode_kernel(M) ? skinny_default() : 0;
     if ((v != 6 && v != 7) || !tail_fits(tail, M, N, v == 6 ? 32 : 64)) {
         kern_gemm(x, w, NULL, y, NULL, M, N, K, ws, s);
         return 0;

@@ -108,9 +108,8 @@ void kern_gemm_wgmma(const uint16_t *x, const uint16_t *w, const float *bias, fl
                      int K, const struct kern_gemm_ws *ws, kern_stream s);
 
 /* The product by the kernel that suits M (decode kernel up to 64 rows, wgmma above; G4_CUDA_WGMMA_ROWS moves
- * the cut down, G4_CUDA_WGMMA_ROWS_WIDE that of products of 8,192 outputs or more; kern_gemm_on_decode_kernel
- * says which kernel M rows of N outputs take); same bits either way. */
-int kern_gemm_on_decode_kernel(int M, int N);
+ * the cut down; kern_gemm_on_decode_kernel says which kernel M rows take); same bits either way. */
+int kern_gemm_on_decode_kernel(int M);
 void kern_gemm(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                int K, const struct kern_gemm_ws *ws, kern_stream s);
 
@@ -232,13 +231,6 @@ void kern_attention_merge(const float *part_acc, const float *part_ml, int rows,
 /* Forces how many CTAs share a (tile, kv head)'s partials: 1, 2, 4, 8 or 16 (KERN_ATTN_PARTIALS); 0 restores
  * the choice by the launch's shape. For tests: the choice must never change a bit. Not for use mid-pass. */
 void kern_attention_force_partial_groups(int groups);
-
-/* The attention's two speed knobs, each a sum of 1 (prompt passes) and 2 (decode passes): keys and values by
- * 16-byte cp.async pieces rather than one bulk copy a row (G4_CUDA_ATTN_CP), and the (tile, kv head) pairs
- * taken last tile first (G4_CUDA_ATTN_LONGEST_FIRST); both default 0. This call overrides the environment (-1
- * leaves a knob as it is) and returns the previous settings, cp in bits 0-1 and longest first in bits 2-3. For
- * tests: neither may change a bit. Not for use mid-pass. */
-int kern_attention_set_knobs(int cp, int longest_first);
 
 /* Copies each of the rows' new k/v (kv) into its stream's cache slot pos % cap, for rows whose position is
  * within the last cap positions of their item. */

@@ -32,16 +32,15 @@ extern "C" void kern_set_early_loads(int on)
 }
 
 // G4_CUDA_WGMMA_ROWS (kernels.h, kern_gemm): the row count from which a product runs on the wgmma kernel instead
-// of the decode kernel; default 65 (the decode kernel up to 64 rows). G4_CUDA_WGMMA_ROWS_WIDE: the same for
-// products of 8,192 outputs or more (q|k|v, gate|up, the head), where the prompt kernel's 256-wide tiles fill
-// the machine without K segments; default that of G4_CUDA_WGMMA_ROWS. Same bits either way.
-extern "C" int kern_gemm_on_decode_kernel(int M, int N)
+// of the decode kernel; default 65 (the decode kernel up to 64 rows). Same bits either way. (The prompt kernel
+// from 64 rows for products of 8,192 outputs or more, faster alone for q|k|v, gate|up and the head, left the
+// 64-stream step as it was: version 13.2.)
+extern "C" int kern_gemm_on_decode_kernel(int M)
 {
-    static int rows = -1, wide = -1;
+    static int rows = -1;
     if (rows < 0) {
-        const char *v = getenv("G4_CUDA_WGMMA_ROWS"), *w = getenv("G4_CUDA_WGMMA_ROWS_WIDE");
+        const char *v = getenv("G4_CUDA_WGMMA_ROWS");
         rows = v && atoi(v) > 0 ? atoi(v) : 65;
-        wide = w && atoi(w) > 0 ? atoi(w) : rows;
     }
-    return M <= 64 && M < (N >= 8192 ? wide : rows);
+    return M <= 64 && M < rows;
 }

@@ -104,13 +104,6 @@ __device__ __forceinline__ void tma_load_2d(void *smem, const void *map, int c0,
                  : "memory");
 }
 
-// An arrival on bar once every cp.async this thread has issued so far has landed (noinc: the barrier's count
-// includes this arrival, so it is initialised with one per arriving thread).
-__device__ __forceinline__ void cp_async_mbar_arrive(uint64_t *bar)
-{
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(smem_u32(bar)) : "memory");
-}
-
 // Orders this thread's earlier shared-memory accesses (generic proxy) before its later bulk copies (async proxy).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 

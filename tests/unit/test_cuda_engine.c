@@ -17,8 +17,8 @@
  *   row-exact:  a prompt's logits are bit-identical fed as one chunk, in chunks of 5, one row at a time,
  *               and beside other streams in the same steps (as a decode window and among decode rows); a
  *               long prompt in chunks of 512 (prompt GEMM) equals it in chunks of 3 (decode GEMM); the last
- *               row's logits alone (the last layer then runs past its attention on that row only, where
- *               cuda_set_last_rows is on) equal that row of the whole prompt's, with the setting on and off.
+ *               row's logits alone (the last layer then runs past its attention on that row only) equal that
+ *               row of the whole prompt's.
  *   draws:      the tokens the engine draws (candidates selected on the device) equal samp_sample's on the
  *               logits of the same step. */
 #include <cJSON.h>
@@ -29,8 +29,7 @@
 #include "model/model.h"
 #include "test.h"
 #ifdef G4_HAVE_CUDA
-#include "engine/cuda/cuda_engine.h" /* cuda_set_last_rows */
-#include "kernels.h" /* kern_attention_force_partial_groups, kern_attention_set_knobs, kern_set_early_loads */
+#include "kernels.h" /* kern_attention_force_partial_groups, kern_set_early_loads */
 #endif
 
 #define FIXTURES "tests/fixtures/engine"
@@ -362,40 +361,18 @@ static void check_prompt(const char *name, struct g4_model *m, const int32_t *id
         free(single);
     }
     {
-        /* the attention's speed knobs (kernels.h) flipped in both kinds of pass: cp.async pieces for the bulk
-         * copies, the tiles last first */
-        int was = kern_attention_set_knobs(-1, -1);
-        float *chunk, *single;
-        kern_attention_set_knobs(~was & 3, ~(was >> 2) & 3);
-        chunk = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, ENGINE_CHUNK_ROWS);
-        single = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, 1);
-        kern_attention_set_knobs(was & 3, was >> 2 & 3);
-        EXPECTF(!memcmp(gpu, chunk, (size_t)T * V * 4), "%s: attention knobs flipped: one chunk differs", name);
-        EXPECTF(!memcmp(g1, single, (size_t)T * V * 4), "%s: attention knobs flipped: single rows differ", name);
-        printf("  %-7s attention cp.async pieces %d -> %d, longest first %d -> %d: one chunk %s, single rows %s\n",
-               name, was & 3, ~was & 3, was >> 2 & 3, ~(was >> 2) & 3,
-               !memcmp(gpu, chunk, (size_t)T * V * 4) ? "bit-identical" : "DIFFER",
-               !memcmp(g1, single, (size_t)T * V * 4) ? "bit-identical" : "DIFFER");
-        free(chunk);
-        free(single);
-    }
-    {
-        /* the last layer on the logits rows alone (cuda_step.c), on and off: the last row's logits, the
-         * prompt in one chunk and in chunks of 5, equal that row of the whole prompt's logits */
-        int was = cuda_set_last_rows(-1), same = 1;
-        for (int on = 0; on <= 1; on++) {
-            cuda_set_last_rows(on);
-            for (int chunk = 5; chunk; chunk = chunk == 5 ? ENGINE_CHUNK_ROWS : 0) {
-                float *last = run_prompt(m, ENGINE_CUDA, ENGINE_FP32, ids, T, chunk, 0);
-                int eq = !memcmp(last, gpu + (size_t)(T - 1) * V, (size_t)V * 4);
-                EXPECTF(eq, "%s: last layer on the logits rows %s, chunks of %d: the last row differs", name,
-                        on ? "alone" : "and all", chunk);
-                same &= eq;
-                free(last);
-            }
+        /* the last layer on the logits rows alone (cuda_step.c, a pass where fewer rows need logits than run):
+         * the last row's logits, the prompt in one chunk and in chunks of 5, equal that row of the whole
+         * prompt's logits (every row's, so every row through the last layer) */
+        int same = 1;
+        for (int chunk = 5; chunk; chunk = chunk == 5 ? ENGINE_CHUNK_ROWS : 0) {
+            float *last = run_prompt(m, ENGINE_CUDA, ENGINE_FP32, ids, T, chunk, 0);
+            int eq = !memcmp(last, gpu + (size_t)(T - 1) * V, (size_t)V * 4);
+            EXPECTF(eq, "%s: last layer on the logits rows alone, chunks of %d: the last row differs", name, chunk);
+            same &= eq;
+            free(last);
         }
-        cuda_set_last_rows(was);
-        printf("  %-7s last layer on the logits rows alone = on every row: the last row's logits %s\n", name,
+        printf("  %-7s last layer on the logits row alone = on every row: the last row's logits %s\n", name,
                same ? "bit-identical" : "DIFFER");
     }
 #endif

@@ -180,9 +180,6 @@ int cuda_prof_skips(const struct cuda_engine *e, enum cuda_prof_kind kind); /* G
 
 /* cuda_step.c */
 void cuda_run_items(struct cuda_engine *e, const struct engine_item *items, int n_items, const int *lengths);
-/* The last layer past its attention on the logits rows alone (cuda_step.c): 1 on, 0 off, -1 leaves it; returns
- * the setting before. A tuning knob: the logits are the same bits either way. */
-int cuda_set_last_rows(int on);
 
 /* cuda_vision.c */
 int cuda_load_vision(struct cuda_engine *e, char *err);
