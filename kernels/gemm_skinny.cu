@@ -152,10 +152,11 @@ __global__ void __launch_bounds__(32 * NW) gemm_skinny_kernel(const uint16_t *__
     if (nseg > 1) seg_finish(Y, H, partial, bias, M, N, nseg, 0, n0, M, BN, &counters[blockIdx.x], &sm->last);
 }
 
-// gemm_skinny_tma.cu: variants 6 and 7, the weights streamed by tensor copies from a producer warp (4 or 8
-// consumer warps), the same chains.
+// gemm_skinny_tma.cu: variants 6 to 9, the weights streamed by tensor copies from a producer warp into 4 or 8
+// consumer warps of 8, 16 or 32 columns (kern_gemm_skinny_tma_cols: a block's columns), the same chains.
 // A tail (kernels.h; NULL: none) is checked by kern_gemm_tail before it comes here.
-extern "C" void kern_gemm_skinny_tma(int warps, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
+extern "C" int kern_gemm_skinny_tma_cols(int variant);
+extern "C" void kern_gemm_skinny_tma(int variant, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
                                      uint16_t *h, int M, int N, int K, int nseg, const struct kern_gemm_ws *ws,
                                      const struct kern_tail *tail, kern_stream s);
 
@@ -236,8 +237,10 @@ static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const fl
         if (v == 2 && !one_wave<8, 4, true>(M, N, nseg) && one_wave<8, 3, true>(M, N, nseg)) v = 4;
     }
     switch (v) {
-    case 6: kern_gemm_skinny_tma(4, x, w, bias, y, h, M, N, K, nseg, ws, tail, s); break;
-    case 7: kern_gemm_skinny_tma(8, x, w, bias, y, h, M, N, K, nseg, ws, tail, s); break;
+    case 6:
+    case 7:
+    case 8:
+    case 9: kern_gemm_skinny_tma(v, x, w, bias, y, h, M, N, K, nseg, ws, tail, s); break;
     case 1: launch_rows<4, 4, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
     case 2: launch_rows<8, 4, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
     case 3: launch_rows<4, 5, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
@@ -251,23 +254,26 @@ static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const fl
 // the cp.async shapes' choice at 2 to 64 rows on every 12B product (gate|up at 16 rows 81.1 µs against 93.9, at
 // 64 rows 91.4 against 139.9; the head at 16 rows 676 against 727) and at one row on most (gate|up 80.5
 // against 86.7, q|k|v sliding 24.9 against 28.3; q|k|v full 30.1 against 27.9 and o sliding 14.1 against 13.5
-// the exceptions), and 8 consumer warps (variant 7) lost to it nearly everywhere. G4_CUDA_SKINNY_VARIANT=1..7
-// forces a shape everywhere, "mma" takes the cp.async shapes by rows (skinny_variant's choice): tuning knobs,
-// as every shape gives the same bits (test_cuda_kernels).
-static int skinny_default(void)
+// the exceptions), and 8 consumer warps (variant 7) lost to it nearly everywhere. G4_CUDA_SKINNY_VARIANT=1..9
+// forces a shape everywhere, "mma" takes the cp.async shapes by rows (skinny_variant's choice), and
+// G4_CUDA_SKINNY_WIDE=1..9 the shape from 33 rows (where a block holds 64 activation rows; variants 8 and 9,
+// written in version 13.2 for 64 streams, are not yet measured): tuning knobs, as every shape gives the same
+// bits (test_cuda_kernels).
+static int skinny_default(int M)
 {
-    static int v = -1;
+    static int v = -1, wide = -1;
     if (v < 0) {
-        const char *e = getenv("G4_CUDA_SKINNY_VARIANT");
+        const char *e = getenv("G4_CUDA_SKINNY_VARIANT"), *w = getenv("G4_CUDA_SKINNY_WIDE");
         v = e && !strcmp(e, "mma") ? 0 : e && atoi(e) > 0 && atoi(e) < KERN_SKINNY_VARIANTS ? atoi(e) : 6;
+        wide = w && atoi(w) > 0 && atoi(w) < KERN_SKINNY_VARIANTS ? atoi(w) : v;
     }
-    return v;
+    return M > 32 ? wide : v;
 }
 
 extern "C" void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M,
                                  int N, int K, const struct kern_gemm_ws *ws, kern_stream s)
 {
-    skinny_variant(skinny_default(), x, w, bias, y, h, M, N, K, ws, s);
+    skinny_variant(skinny_default(M), x, w, bias, y, h, M, N, K, ws, s);
 }
 
 // The row limits of the tails (kernels.h): the preparation, one warp per (row, head) in the CTA that completes
@@ -298,8 +304,8 @@ static bool tail_fits(const struct kern_tail *t, int M, int N, int bn)
 extern "C" int kern_gemm_tail(const uint16_t *x, const uint16_t *w, float *y, int M, int N, int K,
                               const struct kern_gemm_ws *ws, const struct kern_tail *tail, kern_stream s)
 {
-    int v = kern_gemm_on_decode_kernel(M) ? skinny_default() : 0;
-    if ((v != 6 && v != 7) || !tail_fits(tail, M, N, v == 6 ? 32 : 64)) {
+    int v = kern_gemm_on_decode_kernel(M) ? skinny_default(M) : 0;
+    if (!kern_gemm_skinny_tma_cols(v) || !tail_fits(tail, M, N, kern_gemm_skinny_tma_cols(v))) {
         kern_gemm(x, w, NULL, y, NULL, M, N, K, ws, s);
         return 0;
     }

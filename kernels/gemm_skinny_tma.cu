@@ -1,17 +1,22 @@
 // gemm_skinny_tma — the decode product (M <= 64 rows) with its weights streamed by tensor copies: variants 6
-// (4 consumer warps) and 7 (8) of kern_gemm_skinny_variant. y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16
+// (4 consumer warps of 8 columns), 7 (8 of 8), 8 (4 of 16) and 9 (4 of 32) of kern_gemm_skinny_variant. y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16
 // (+ bias), or h = GeGLU of it, the contract of gemm_skinny.cu.
 //
 // Why: decode is bound by reading the weights once per step, and gemm_skinny.cu's blocks stream them by
 // 16-byte cp.async from every thread (each thread addresses several copies a stage), wait for their own
 // copies and meet at a barrier before each stage: the stages in flight per block are few (3 of 128 k), and the
 // issue and the barrier sit on the path. Here one lane of an extra warp asks the Tensor Memory Accelerator
-// for each stage's two boxes (x: 64 k x 16 MT rows, w: 64 k x 8 columns per warp, both with the 128-byte
+// for each stage's two boxes (x: 64 k x 16 MT rows, w: 64 k x 8 NC columns per warp, both with the 128-byte
 // swizzle), up to STAGES stages ahead; each consumer warp waits only for its stage's "full" mbarrier, runs its
 // mma steps and hands the stage back by one arrival on the "empty" mbarrier. There is no block-wide barrier
 // in the loop.
 //
-// Exactness: each warp owns 8 output columns of one K segment and runs their chain as gemm_skinny.cu does —
+// Columns per warp (8 NC): at 64 rows a stage of 8 columns a warp holds twice the activation bytes of weight
+// bytes, every warp reads all of them from shared memory for 4 mma steps a load (and every column tile reads
+// them from L2), so the 64-row products ran at 47-71 % of the copy rate against 75-99 % at one row (version
+// 13.2); with 4 column tiles a warp each activation fragment serves 4 mma steps.
+//
+// Exactness: each warp owns 8 NC output columns of one K segment and runs their chain as gemm_skinny.cu does —
 // mma.sync m16n8k16 over chunks of 16 in increasing k order within the segment (chunks from the segment's end
 // on are skipped, never added as zeros) from a zero accumulator, then the rule's epilogue (segments.cuh). The
 // fragments are the same ldmatrix reads at swizzled addresses (tma_swizzled). Rows past M arrive as zeros
@@ -28,9 +33,9 @@
 
 #define ST_BK TMA_BOX_K
 
-// MT m16 tiles of rows, NW consumer warps of 8 columns; stages: about 48 KiB a block, 4 to 8 of them.
-template <int MT, int NW> struct st_shape {
-    static constexpr int ROWS = 16 * MT, BN = 8 * NW;
+// MT m16 tiles of rows, NW consumer warps of 8 NC columns; stages: about 48 KiB a block, 4 to 8 of them.
+template <int MT, int NW, int NC> struct st_shape {
+    static constexpr int ROWS = 16 * MT, BN = 8 * NW * NC;
     static constexpr int A_BYTES = ROWS * 128, STAGE = A_BYTES + BN * 128;
     static constexpr int STAGES = 49152 / STAGE < 4 ? 4 : 49152 / STAGE > 8 ? 8 : 49152 / STAGE;
     static constexpr int SMEM = STAGES * STAGE + 1024; // + 1024: the base is rounded up to 1024 bytes
@@ -40,11 +45,11 @@ template <int MT, int NW> struct st_shape {
 // The producer (one lane): stage kt of the segment into slot kt % STAGES once its consumers have handed the
 // slot back. The first stages' weights are asked for before the previous kernel is done (no kernel writes
 // weights; see kern_dep_wait), their activations after it.
-template <int MT, int NW>
+template <int MT, int NW, int NC>
 __device__ __forceinline__ void st_produce(const CUtensorMap *map_x, const CUtensorMap *map_w, unsigned char *sm,
                                            uint64_t *full, uint64_t *empty, int n0, int kbeg, int KT)
 {
-    typedef st_shape<MT, NW> S;
+    typedef st_shape<MT, NW, NC> S;
     const int first = KT < S::STAGES ? KT : S::STAGES;
     for (int kt = 0; kt < first; kt++) {
         mbar_arrive_expect(&full[kt], S::STAGE);
@@ -61,13 +66,13 @@ __device__ __forceinline__ void st_produce(const CUtensorMap *map_x, const CUten
     }
 }
 
-template <int MT, int NW>
-__global__ void __launch_bounds__(st_shape<MT, NW>::THREADS)
+template <int MT, int NW, int NC>
+__global__ void __launch_bounds__(st_shape<MT, NW, NC>::THREADS)
     gemm_skinny_tma_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
                            const float *__restrict__ bias, float *__restrict__ Y, uint16_t *__restrict__ H, int M,
                            int N, int K, int nseg, float *partial, int *counters, const struct kern_tail tail)
 {
-    typedef st_shape<MT, NW> S;
+    typedef st_shape<MT, NW, NC> S;
     kern_dep_launch();
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     __shared__ uint64_t full[S::STAGES], empty[S::STAGES];
@@ -82,15 +87,17 @@ __global__ void __launch_bounds__(st_shape<MT, NW>::THREADS)
         if (lane == 0) {
             tma_prefetch_map(&map_x);
             tma_prefetch_map(&map_w);
-            st_produce<MT, NW>(&map_x, &map_w, sm, full, empty, n0, kbeg, KT);
+            st_produce<MT, NW, NC>(&map_x, &map_w, sm, full, empty, n0, kbeg, KT);
         }
         __syncwarp();
         kern_dep_wait(); // the other lanes too, before seg_finish reads the scratch
     } else {
         kern_dep_wait();
-        float acc[MT][4];
+        float acc[MT][NC][4];
 #pragma unroll
-        for (int i = 0; i < MT; i++) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int j = 0; j < NC; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
         for (int kt = 0; kt < KT; kt++) {
             const int s = kt % S::STAGES, k0 = kbeg + kt * ST_BK;
             const unsigned char *a = sm + s * S::STAGE, *b = a + S::A_BYTES;
@@ -99,18 +106,27 @@ __global__ void __launch_bounds__(st_shape<MT, NW>::THREADS)
             for (int kk = 0; kk < ST_BK; kk += 32) {
                 if (k0 + kk >= kend) break;
                 bool second = k0 + kk + 16 < kend; // the segment's last 16 may end mid-step
-                uint32_t bf[4];
-                // B: this warp's 8 columns, k kk..kk+31: matrices (k+0..7, 8..15, 16..23, 24..31)
-                ldmatrix_x4(bf, b + tma_swizzled(warp * 8 + (lane & 7), kk / 8 + (lane >> 3)));
-                uint32_t b0[2] = {bf[0], bf[1]}, b1[2] = {bf[2], bf[3]};
+                uint32_t bf[NC][4];
+                // B: column tile nj of this warp's, k kk..kk+31: matrices (k+0..7, 8..15, 16..23, 24..31)
+#pragma unroll
+                for (int nj = 0; nj < NC; nj++)
+                    ldmatrix_x4(bf[nj], b + tma_swizzled((warp * NC + nj) * 8 + (lane & 7), kk / 8 + (lane >> 3)));
 #pragma unroll
                 for (int mi = 0; mi < MT; mi++) {
                     uint32_t r0[4], r1[4];
                     ldmatrix_x4(r0, a + tma_swizzled(mi * 16 + (lane & 15), kk / 8 + (lane >> 4)));
-                    mma_bf16_16816(acc[mi], r0, b0);
+#pragma unroll
+                    for (int nj = 0; nj < NC; nj++) {
+                        uint32_t b0[2] = {bf[nj][0], bf[nj][1]};
+                        mma_bf16_16816(acc[mi][nj], r0, b0);
+                    }
                     if (second) {
                         ldmatrix_x4(r1, a + tma_swizzled(mi * 16 + (lane & 15), (kk + 16) / 8 + (lane >> 4)));
-                        mma_bf16_16816(acc[mi], r1, b1);
+#pragma unroll
+                        for (int nj = 0; nj < NC; nj++) {
+                            uint32_t b1[2] = {bf[nj][2], bf[nj][3]};
+                            mma_bf16_16816(acc[mi][nj], r1, b1);
+                        }
                     }
                 }
             }
@@ -121,9 +137,11 @@ __global__ void __launch_bounds__(st_shape<MT, NW>::THREADS)
 #pragma unroll
         for (int mi = 0; mi < MT; mi++)
 #pragma unroll
-            for (int h = 0; h < 2; h++)
-                seg_store2(Y, H, partial, bias, M, N, nseg, seg, mi * 16 + g + 8 * h, n0 + warp * 8 + 2 * t,
-                           acc[mi][2 * h], acc[mi][2 * h + 1]);
+            for (int nj = 0; nj < NC; nj++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    seg_store2(Y, H, partial, bias, M, N, nseg, seg, mi * 16 + g + 8 * h,
+                               n0 + (warp * NC + nj) * 8 + 2 * t, acc[mi][nj][2 * h], acc[mi][nj][2 * h + 1]);
     }
     if (nseg > 1) seg_finish(Y, H, partial, bias, M, N, nseg, 0, n0, M, S::BN, &counters[blockIdx.x], &last);
     // the CTA that completed this column tile: the tail's arrival (the stages' memory is free by then)
@@ -131,14 +149,14 @@ __global__ void __launch_bounds__(st_shape<MT, NW>::THREADS)
         gemm_tail_run(tail, Y, M, N, n0, S::BN, reinterpret_cast<float *>(sm));
 }
 
-template <int MT, int NW>
+template <int MT, int NW, int NC>
 static void st_launch(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                       int K, int nseg, const struct kern_gemm_ws *ws, const struct kern_tail *tail, kern_stream s)
 {
-    typedef st_shape<MT, NW> S;
+    typedef st_shape<MT, NW, NC> S;
     static bool configured = false;
     if (!configured) {
-        KERN_CHECK(cudaFuncSetAttribute(gemm_skinny_tma_kernel<MT, NW>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+        KERN_CHECK(cudaFuncSetAttribute(gemm_skinny_tma_kernel<MT, NW, NC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         S::SMEM));
         configured = true;
     }
@@ -147,29 +165,37 @@ static void st_launch(const uint16_t *x, const uint16_t *w, const float *bias, f
     dim3 grid((N + S::BN - 1) / S::BN, nseg);
     struct kern_tail none;
     memset(&none, 0, sizeof none);
-    kern_launch(gemm_skinny_tma_kernel<MT, NW>, grid, dim3(S::THREADS), S::SMEM, s, mx, mw, bias, y, h, M, N, K, nseg,
+    kern_launch(gemm_skinny_tma_kernel<MT, NW, NC>, grid, dim3(S::THREADS), S::SMEM, s, mx, mw, bias, y, h, M, N, K, nseg,
                 nseg > 1 ? ws->partial : NULL, nseg > 1 ? ws->counters : NULL, tail ? *tail : none);
     KERN_LAUNCHED();
 }
 
-template <int NW>
+template <int NW, int NC>
 static void st_rows(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                     int K, int nseg, const struct kern_gemm_ws *ws, const struct kern_tail *tail, kern_stream s)
 {
-    if (M <= 16) st_launch<1, NW>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
-    else if (M <= 32) st_launch<2, NW>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
-    else st_launch<4, NW>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
+    if (M <= 16) st_launch<1, NW, NC>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
+    else if (M <= 32) st_launch<2, NW, NC>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
+    else st_launch<4, NW, NC>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
+}
+
+// Columns per block of each variant (6..9).
+extern "C" int kern_gemm_skinny_tma_cols(int variant)
+{
+    static const int cols[4] = {32, 64, 64, 128};
+    return variant >= 6 && variant <= 9 ? cols[variant - 6] : 0;
 }
 
 // Called by kern_gemm_skinny_variant (gemm_skinny.cu) with its arguments checked, M in 1..64, N > 0.
-extern "C" void kern_gemm_skinny_tma(int warps, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
+extern "C" void kern_gemm_skinny_tma(int variant, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
                                      uint16_t *h, int M, int N, int K, int nseg, const struct kern_gemm_ws *ws,
                                      const struct kern_tail *tail, kern_stream s)
 {
-    if (warps == 4) st_rows<4>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
-    else if (warps == 8) st_rows<8>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
-    else {
-        fprintf(stderr, "g4: fatal: kern_gemm_skinny_tma: %d warps (4 or 8)\n", warps);
-        abort();
+    switch (variant) {
+    case 6: st_rows<4, 1>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s); break;
+    case 7: st_rows<8, 1>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s); break;
+    case 8: st_rows<4, 2>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s); break;
+    case 9: st_rows<4, 4>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s); break;
+    default: fprintf(stderr, "g4: fatal: kern_gemm_skinny_tma: variant %d (6..9)\n", variant); abort();
     }
 }
