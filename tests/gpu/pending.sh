@@ -27,7 +27,8 @@
 #       attention launch of each layer kind: sliding (head dim 256) in the second 1,024-row chunk of the 2k
 #       prompt, full (512) in the last chunk of the 8k prompt.
 #   sh tests/gpu/pending.sh decode [OUT_DIR]
-#       where a decode step's attention goes: bench_cuda_attention, then ncu (--set full, the SASS page as CSV)
+#       where a decode step's attention goes: the engine test (bits), bench_cuda_attention, the whole 12B's
+#       decode up to 16 streams (bench.sh 12b 512 0 16), then ncu (--set full, the SASS page as CSV)
 #       of one sliding decode attention launch and the merge after it at context 1k, one stream (latency: 17.7 µs
 #       for 8 MB, version 13.2) and 64 streams (87 % of the copy rate).
 #   [G4_TOKENIZER=…] sh tests/gpu/pending.sh next [OUT_DIR]
@@ -125,7 +126,7 @@ prompt)
     # chunk; the 512 prompt is one chunk, the 2k two, the 8k eight
     for k in "256 20 2048" "512 20 8192"; do
         set -- $k
-        step "ncu_$1" 200 ncu --kernel-name-base demangled --kernel-name "regex:attention_kernel<$1, 8," \
+        step "ncu_$1" 200 ncu --kernel-name-base demangled --kernel-name "regex:attention_kernel<\\(int\\)$1, \\(int\\)8>" \
             --launch-skip "$2" --launch-count 1 --set full --import-source yes -f -o "$out/prompt$1" \
             "$b/g4" bench $m12 --max-prefill "$3"
         ncu -i "$out/prompt$1.ncu-rep" --page details >"$out/prompt$1-details.txt" 2>&1
@@ -138,10 +139,15 @@ prompt)
 decode)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     PATH=$PATH:/usr/local/cuda/bin
+    step engine 120 env G4_GPU_TESTS=engine sh "$here/run.sh" "$out/engine"
     step attention 60 "$b/bench/bench_cuda_attention"
-    # the sliding decode launches (attention_kernel<256, 4>) and their merges; skip the first rounds (warm-up)
+    note "$(grep -E '^\| (sliding|full) \| (1|16|64) \| 1024 \| 1 \|' "$out/attention.log")"
+    step decode12b 150 sh "$here/bench.sh" 12b 512 0 16
+    note "$(grep -E '^\| 1 row \|' "$out/decode12b.log")"
+    # the sliding decode launches (attention_kernel<(int)256, ...> as ncu demangles it: 8 warps for one stream's
+    # rows, 4 for more) and their merges; skip the first rounds (warm-up)
     for k in 1 64; do
-        step "ncu_decode$k" 150 ncu --kernel-name-base demangled --kernel-name "regex:attention_(kernel<256, 4|merge)" \
+        step "ncu_decode$k" 150 ncu --kernel-name-base demangled --kernel-name "regex:attention_(kernel<\\(int\\)256|merge)" \
             --launch-skip 40 --launch-count 2 --set full --import-source yes -f -o "$out/decode$k" \
             "$b/bench/bench_cuda_attention" sliding "$k" 1024 1
         ncu -i "$out/decode$k.ncu-rep" --page details >"$out/decode$k-details.txt" 2>&1
