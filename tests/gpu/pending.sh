@@ -30,7 +30,8 @@
 #       where a decode step's attention goes: the engine test (bits), bench_cuda_attention, the whole 12B's
 #       decode up to 16 streams (bench.sh 12b 512 0 16), then ncu (--set full, the SASS page as CSV)
 #       of one sliding decode attention launch and the merge after it at context 1k, one stream (latency: 17.7 µs
-#       for 8 MB, version 13.2) and 64 streams (87 % of the copy rate).
+#       for 8 MB, version 13.2) and 64 streams (87 % of the copy rate), and of one 64-row decode product
+#       (q|k|v sliding, variant 6: 58 % of the copy rate against 82 % at one row).
 #   [G4_TOKENIZER=…] sh tests/gpu/pending.sh next [OUT_DIR]
 #       for a session that may get one device call: the kernel tests (every decode product variant's bits,
 #       the 16- and 32-column warps of version 13.2 among them), the engine test and memcheck with the defaults,
@@ -148,7 +149,7 @@ decode)
     # rows, 4 for more) and their merges; skip the first rounds (warm-up)
     for k in 1 64; do
         step "ncu_decode$k" 150 ncu --kernel-name-base demangled --kernel-name "regex:attention_(kernel<\\(int\\)256|merge)" \
-            --launch-skip 40 --launch-count 2 --set full --import-source yes -f -o "$out/decode$k" \
+            --launch-skip 40 --launch-count 2 --kill yes --set full --import-source yes -f -o "$out/decode$k" \
             "$b/bench/bench_cuda_attention" sliding "$k" 1024 1
         ncu -i "$out/decode$k.ncu-rep" --page details >"$out/decode$k-details.txt" 2>&1
         ncu -i "$out/decode$k.ncu-rep" --page source --csv --print-source sass >"$out/decode$k-sass.csv" 2>&1
@@ -156,6 +157,16 @@ decode)
         note "$(grep -E '^  [a-z_]+.*\(|^ +(Duration|Grid Size|Registers Per Thread|Achieved Occupancy|Compute \(SM\) Throughput|DRAM Throughput|Memory Throughput|Executed Ipc Active) ' \
             "$out/decode$k-details.txt")"
     done
+    # the 64-row decode product (variant 6 at 64 rows: gemm_skinny_tma_kernel<4, 4, 1>; the products table's
+    # first shape, q|k|v sliding, is the first to launch it)
+    step ncu_products64 150 ncu --kernel-name-base demangled \
+        --kernel-name "regex:gemm_skinny_tma_kernel<\\(int\\)4, \\(int\\)4, \\(int\\)1>" --launch-skip 10 \
+        --launch-count 1 --kill yes --set full --import-source yes -f -o "$out/products64" "$b/bench/bench_cuda_products"
+    ncu -i "$out/products64.ncu-rep" --page details >"$out/products64-details.txt" 2>&1
+    ncu -i "$out/products64.ncu-rep" --page source --csv --print-source sass >"$out/products64-sass.csv" 2>&1
+    rm -f "$out/products64.ncu-rep"
+    note "$(grep -E '^ +(Duration|Grid Size|Registers Per Thread|Achieved Occupancy|Compute \(SM\) Throughput|DRAM Throughput|Memory Throughput|Executed Ipc Active|L1/TEX Cache Throughput|L2 Cache Throughput) ' \
+        "$out/products64-details.txt")"
     ;;
 next)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
