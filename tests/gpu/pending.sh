@@ -35,8 +35,7 @@
 #   [G4_TOKENIZER=…] sh tests/gpu/pending.sh next [OUT_DIR]
 #       for a session that may get one device call: the kernel tests (every decode product variant's bits,
 #       the 16- and 32-column warps of version 13.2 among them), the engine test and memcheck with the defaults,
-#       the whole 12B's bench (tests/gpu/bench.sh 12b: the record), the products table, then the decode bench
-#       up to 64 streams with those warps from 33 rows (G4_CUDA_SKINNY_WIDE=8, 9).
+#       the whole 12B's bench (tests/gpu/bench.sh 12b: the record), then the products table.
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
 # without cuobjdump) go to one archive, OUT_DIR/pending-WHAT.tgz (default OUT_DIR: /tmp), since the device tool
 # brings back few files.
@@ -176,11 +175,6 @@ next)
     note "$(grep -E '^\| 1 row \||^\| 1 stream, context 1024 \| 16 |first token|^\| (512|2048|8192) \|' "$out/bench12b.log")"
     step products 60 "$b/bench/bench_cuda_products"
     note "$(grep -E '^\| [a-z|() ]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| (1|64) \|' "$out/products.log")"
-    for k in 8 9; do
-        step "decode_wide$k" 60 env G4_CUDA_SKINNY_WIDE=$k "$b/g4" bench --model /dev/shm/g4-12b --shape 12b \
-            --max-streams 64 --decode-only
-        note "$(grep -E '^\| 1 row \| (16|64) \| ' "$out/decode_wide$k.log")"
-    done
     ;;
 *)
     echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|rows|prompt|decode|next [OUT_DIR]" >&2
