@@ -8,6 +8,7 @@
 m=$(test_model) || { echo "cannot make the test model"; exit 1; }
 tmp=$(mktemp -d)
 client="$G4_BUILD/tools/slow_client"
+[ -x "$client" ] || { echo "no $client (make all builds it)"; exit 1; }
 for sig in SIGTERM SIGINT; do
     start_server "stop-$sig" --max-streams 2 || exit 1
     run_node "shutdown $sig" tests/server/shutdown.mjs "$PORT" "$SRV_PID" "$sig"
