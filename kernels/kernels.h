@@ -59,11 +59,10 @@ void kern_set_early_loads(int on);
  * last. The cut is a function of N and K only — never of M — so a row's outputs are bit-identical whichever
  * kernel computes them and whatever other rows share the launch. Segments let a product with few outputs
  * (N = hidden) spread its weights over enough blocks to stream them at the memory's rate. */
-#define KERN_GEMM_MAX_SEGMENTS 8
 static inline int kern_gemm_segments(int N, int K)
 {
     int s = 1;
-    while (s < KERN_GEMM_MAX_SEGMENTS && (N + 31) / 32 * s < 288 && K % (64 * s) == 0 && K / (2 * s) >= 512) s *= 2;
+    while (s < 8 && (N + 31) / 32 * s < 288 && K % (64 * s) == 0 && K / (2 * s) >= 512) s *= 2;
     return s;
 }
 
