@@ -11,7 +11,8 @@ import { check, finish, test, connect, frame, httpJson, sleep, TIMEOUT } from '.
 const [port, patchesJson, patchesU8, imagePng] = process.argv.slice(2);
 const base = `http://127.0.0.1:${port}`;
 const hello = [{ role: 'user', content: 'Hello there' }];
-// long requests are seeded (seed 1 runs all 3000 tokens): the random test model samples a stop id now and then
+// seeded: the random test model samples a stop id now and then; seed 1 runs all 3000 tokens
+const long = { messages: hello, max_tokens: 3000, seed: 1 };
 const info = JSON.parse(fs.readFileSync(patchesJson, 'utf8'));
 const rows = fs.readFileSync(patchesU8);
 const pngUri = 'data:image/png;base64,' + fs.readFileSync(imagePng).toString('base64');
@@ -59,7 +60,7 @@ await test('streaming', async () => {
 });
 
 await test('cancel', async () => {
-  c.send({ type: 'chat', id: 'long', messages: hello, max_tokens: 3000, seed: 1 });
+  c.send({ type: 'chat', id: 'long', ...long });
   await c.wait(m => m.id === 'long' && m.type === 'token');
   c.send({ type: 'cancel', id: 'long' });
   const r = await c.reply('long');
@@ -71,11 +72,11 @@ await test('cancel', async () => {
 });
 
 await test('per-connection limits', async () => {
-  c.send({ type: 'chat', id: 'dup', messages: hello, max_tokens: 3000, seed: 1 });
+  c.send({ type: 'chat', id: 'dup', ...long });
   c.send({ type: 'chat', id: 'dup', messages: hello, max_tokens: 5 });
   const e = await c.wait(m => m.type === 'error' && m.id === 'dup');
   check('a running id cannot be reused', e.code === 'duplicate_id', e);
-  for (let i = 1; i < 9; i++) c.send({ type: 'chat', id: `many${i}`, messages: hello, max_tokens: 3000, seed: 1 });
+  for (let i = 1; i < 9; i++) c.send({ type: 'chat', id: `many${i}`, ...long });
   const e2 = await c.wait(m => m.type === 'error' && m.id === 'many8');
   check('at most 8 running requests per connection', e2.code === 'too_many_requests', e2);
   for (const id of ['dup', 'many1', 'many2', 'many3', 'many4', 'many5', 'many6', 'many7']) c.send({ type: 'cancel', id });
@@ -253,7 +254,7 @@ await test('limits', async () => {
 await test('closed socket', async () => {
   const before = await metric('g4_requests_total{finish="cancelled"}');
   const d = await connect(port);
-  d.send({ type: 'chat', id: 'gone', messages: hello, max_tokens: 3000, seed: 1 });
+  d.send({ type: 'chat', id: 'gone', ...long });
   await d.wait(m => m.id === 'gone' && m.type === 'token');
   d.ws.terminate();
   let after = before, running = 1;
