@@ -70,33 +70,52 @@ __device__ __forceinline__ float fold_add(float a, float fa, float b, float fb)
 // partial that saw no key (pm = -inf) changes nothing; an empty running state becomes the partial exactly;
 // otherwise both are rescaled to the larger maximum. fold_scales gives the two factors (fa for the running
 // state, fb for the partial) and updates m and l; the caller scales the outputs. Returns 0 for "unchanged".
+// (fold_factors: the two factors for a running maximum m and a partial's maximum pm > -inf. From the empty
+// state, m = -inf, they are 0 and 1, so the state becomes the partial exactly: l is 0 there, and
+// fold_add(0, 0, pl, 1) = pl.)
+__device__ __forceinline__ void fold_factors(float m, float pm, float *fa, float *fb)
+{
+    if (m == -INFINITY) {
+        *fa = 0.0f, *fb = 1.0f;
+        return;
+    }
+    float mn = fmaxf(m, pm);
+    *fa = attn_exp(m - mn), *fb = attn_exp(pm - mn);
+}
+
 __device__ __forceinline__ int fold_scales(float *m, float *l, float pm, float pl, float *fa, float *fb)
 {
     if (pm == -INFINITY) return 0;
-    if (*m == -INFINITY) {
-        *m = pm, *l = pl, *fa = 0.0f, *fb = 1.0f;
-        return 1;
-    }
-    float mn = fmaxf(*m, pm);
-    *fa = attn_exp(*m - mn), *fb = attn_exp(pm - mn);
-    *l = fold_add(*l, *fa, pl, *fb), *m = mn;
+    fold_factors(*m, pm, fa, fb);
+    *l = fold_add(*l, *fa, pl, *fb), *m = fmaxf(*m, pm);
     return 1;
 }
 
 // One (row, head)'s output: its NP partials (ml: NP (max, sum) pairs, acc: NP rows of D) folded in partial
 // order by fold_scales, out[i] = bf16(acc / sum), dimensions first, first + step, ... of the caller's threads.
 // The merge kernel runs it; loads through L2 (the partials come from other CTAs). Every partial's values are
-// loaded before the fold that reads them, so the loads go out together: loaded inside the fold, whose branches
-// split it into blocks, they went one L2 round trip at a time (a one-stream merge took 12.5 µs, 20k cycles,
-// three quarters of them waiting on loads: ncu, version 13.2).
+// loaded before the fold that reads them, so the loads go out together; and the factors are the values
+// fold_scales gives partial after partial (the same bits), taken from the running maxima (a chain of fmaxf)
+// all at once rather than each after the last one's exponentials. A one-stream merge under ncu (version 13.2)
+// took 12.5 µs, 20k cycles, with the loads inside the fold; 11.0 with them before it, one warp a scheduler
+// running ~860 dependent instructions at 14 cycles each, most of them the fold's chain.
 __device__ __forceinline__ void merge_slot(const float *ml, const float *acc, int D, uint16_t *out, int first, int step)
 {
-    float pm[NP], pl[NP], fa[NP], fb[NP], m = -INFINITY, l = 0.0f;
+    float pm[NP], pl[NP], before[NP], fa[NP], fb[NP], m = -INFINITY, l = 0.0f;
     int used[NP];
 #pragma unroll
     for (int w = 0; w < NP; w++) pm[w] = __ldcg(ml + 2 * w), pl[w] = __ldcg(ml + 2 * w + 1);
 #pragma unroll
-    for (int w = 0; w < NP; w++) used[w] = fold_scales(&m, &l, pm[w], pl[w], &fa[w], &fb[w]);
+    for (int w = 0; w < NP; w++) before[w] = m, m = fmaxf(m, pm[w]); // a partial with no key (-inf) keeps m
+#pragma unroll
+    for (int w = 0; w < NP; w++) {
+        used[w] = pm[w] != -INFINITY;
+        fa[w] = fb[w] = 0.0f;
+        if (used[w]) fold_factors(before[w], pm[w], &fa[w], &fb[w]);
+    }
+#pragma unroll
+    for (int w = 0; w < NP; w++)
+        if (used[w]) l = fold_add(l, fa[w], pl[w], fb[w]);
     for (int i = first; i < D; i += step) {
         float v[NP], a = 0.0f;
 #pragma unroll
@@ -590,12 +609,17 @@ extern "C" int kern_attention(const uint16_t *q, const uint16_t *k_new, const ui
     return wz > 1;
 }
 
+// Threads of a merge block: 128, each folding D / 128 dimensions one after another, or with the wide merge
+// (kern_merge_wide) one dimension each (D threads where D is over 128): the fold's chain runs once a thread
+// instead of D / 128 times (a one-stream merge is latency: ncu, version 13.3).
+static int merge_threads(int D) { return kern_merge_wide() && D > 128 ? D : 128; }
+
 extern "C" void kern_attention_merge(const float *part_acc, const float *part_ml, int rows, int n_heads, int D,
                                      uint16_t *out, const struct kern_kv_new *kv, kern_stream s)
 {
     struct kern_kv_new none = {NULL, NULL, NULL, 0, 0, NULL, NULL};
     if (rows == 0) return;
-    kern_launch(attention_merge_kernel, dim3(rows, n_heads), dim3(128), 0, s, part_acc, part_ml, n_heads, D, out,
-                kv ? 1 : 0, kv ? *kv : none);
+    kern_launch(attention_merge_kernel, dim3(rows, n_heads), dim3(merge_threads(D)), 0, s, part_acc, part_ml, n_heads,
+                D, out, kv ? 1 : 0, kv ? *kv : none);
     KERN_LAUNCHED();
 }

@@ -45,6 +45,11 @@ enum { KERN_EARLY_ATTENTION = 1, KERN_EARLY_QKV_PREP = 2, KERN_EARLY_RESIDUAL = 
        KERN_EARLY_ATTN_AFTER_WAIT = 16 /* diagnostic: attention's early order, all after the wait */ };
 int kern_early_loads(int part);
 void kern_set_early_loads(int on);
+/* The attention merge's block width: 128 threads folding D / 128 dimensions each, or with the wide merge one
+ * thread a dimension (head dims over 128). G4_CUDA_MERGE_WIDE=1 turns it on; kern_set_merge_wide overrides
+ * the environment (tests: both give the same bits). Set before a pass is captured in a graph. */
+int kern_merge_wide(void);
+void kern_set_merge_wide(int on);
 
 /* ---- matrix products ------------------------------------------------------------------------------------
  * y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias (N) fp32), K % 16 == 0, on tensor cores (mma.sync
@@ -59,10 +64,11 @@ void kern_set_early_loads(int on);
  * last. The cut is a function of N and K only — never of M — so a row's outputs are bit-identical whichever
  * kernel computes them and whatever other rows share the launch. Segments let a product with few outputs
  * (N = hidden) spread its weights over enough blocks to stream them at the memory's rate. */
+#define KERN_GEMM_MAX_SEGMENTS 8
 static inline int kern_gemm_segments(int N, int K)
 {
     int s = 1;
-    while (s < 8 && (N + 31) / 32 * s < 288 && K % (64 * s) == 0 && K / (2 * s) >= 512) s *= 2;
+    while (s < KERN_GEMM_MAX_SEGMENTS && (N + 31) / 32 * s < 288 && K % (64 * s) == 0 && K / (2 * s) >= 512) s *= 2;
     return s;
 }
 

@@ -31,6 +31,20 @@ extern "C" void kern_set_early_loads(int on)
     early_loads = on != 0;
 }
 
+// G4_CUDA_MERGE_WIDE (kernels.h; off unless "1"): read once, then kern_set_merge_wide overrides it.
+static int merge_wide = -1;
+
+extern "C" int kern_merge_wide(void)
+{
+    if (merge_wide < 0) {
+        const char *v = getenv("G4_CUDA_MERGE_WIDE");
+        merge_wide = v && v[0] == '1';
+    }
+    return merge_wide;
+}
+
+extern "C" void kern_set_merge_wide(int on) { merge_wide = on != 0; }
+
 // G4_CUDA_WGMMA_ROWS (kernels.h, kern_gemm): the row count from which a product runs on the wgmma kernel instead
 // of the decode kernel; default 65 (the decode kernel up to 64 rows). Same bits either way. (The prompt kernel
 // from 64 rows for products of 8,192 outputs or more, faster alone for q|k|v, gate|up and the head, left the

@@ -36,6 +36,11 @@
 #       for a session that may get one device call: the kernel tests (every decode product variant's bits,
 #       the 16- and 32-column warps of version 13.2 among them), the engine test and memcheck with the defaults,
 #       the whole 12B's bench (tests/gpu/bench.sh 12b: the record), then the products table.
+#   [G4_TOKENIZER=…] sh tests/gpu/pending.sh merge [OUT_DIR]
+#       the merge's factors at once and the batched segment totals (c514a03) and the wide merge
+#       (G4_CUDA_MERGE_WIDE): the kernel tests, the engine test (which flips the wide merge) and memcheck,
+#       bench_cuda_attention with the merge 128 and D threads wide, the whole 12B's bench, then its decode with
+#       the wide merge.
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
 # without cuobjdump) go to one archive, OUT_DIR/pending-WHAT.tgz (default OUT_DIR: /tmp), since the device tool
 # brings back few files.
@@ -176,8 +181,31 @@ next)
     step products 60 "$b/bench/bench_cuda_products"
     note "$(grep -E '^\| [a-z|() ]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| (1|64) \|' "$out/products.log")"
     ;;
+merge)
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+    step kernels 120 env G4_GPU_TESTS=kernels sh "$here/run.sh" "$out/kernels"
+    step engine 150 env G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/engine"
+    for w in 0 1; do
+        step "attention_wide$w" 60 env G4_CUDA_MERGE_WIDE=$w "$b/bench/bench_cuda_attention"
+        note "$(grep -E '^\| (sliding|full) \| (1|16|64) \| 1024 \| 1 \|' "$out/attention_wide$w.log")"
+    done
+    step bench12b 200 sh "$here/bench.sh" 12b
+    note "$(grep -E '^\| 1 row \||^\| 1 stream, context 1024 \| 16 |first token|^\| (512|2048|8192) \|' "$out/bench12b.log")"
+    step decode_wide 150 env G4_CUDA_MERGE_WIDE=1 "$b/g4" bench --model /dev/shm/g4-12b --shape 12b --max-streams 64 \
+        --decode-only
+    note "$(grep -E '^\| 1 row \|' "$out/decode_wide.log")"
+    # G4_PENDING_BASE: a build of the commit before, timed on the same machine (another kind of card than the
+    # last record's)
+    if [ -n "${G4_PENDING_BASE:-}" ]; then
+        step attention_base 60 "$G4_PENDING_BASE/bench/bench_cuda_attention"
+        note "$(grep -E '^\| (sliding|full) \| (1|16|64) \| 1024 \| 1 \|' "$out/attention_base.log")"
+        step decode_base 150 "$G4_PENDING_BASE/g4" bench --model /dev/shm/g4-12b --shape 12b --max-streams 64 \
+            --decode-only
+        note "$(grep -E '^\| 1 row \|' "$out/decode_base.log")"
+    fi
+    ;;
 *)
-    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|rows|prompt|decode|next [OUT_DIR]" >&2
+    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|rows|prompt|decode|next|merge [OUT_DIR]" >&2
     exit 2
     ;;
 esac

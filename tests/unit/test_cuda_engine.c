@@ -29,7 +29,7 @@
 #include "model/model.h"
 #include "test.h"
 #ifdef G4_HAVE_CUDA
-#include "kernels.h" /* kern_attention_force_partial_groups, kern_set_early_loads */
+#include "kernels.h" /* kern_attention_force_partial_groups, kern_set_early_loads, kern_set_merge_wide */
 #endif
 
 #define FIXTURES "tests/fixtures/engine"
@@ -355,6 +355,22 @@ static void check_prompt(const char *name, struct g4_model *m, const int32_t *id
         EXPECTF(!memcmp(gpu, chunk, (size_t)T * V * 4), "%s: early loads %s: one chunk differs", name, was ? "off" : "on");
         EXPECTF(!memcmp(g1, single, (size_t)T * V * 4), "%s: early loads %s: single rows differ", name, was ? "off" : "on");
         printf("  %-7s early loads %s = %s: one chunk %s, single rows %s\n", name, was ? "off" : "on", was ? "on" : "off",
+               !memcmp(gpu, chunk, (size_t)T * V * 4) ? "bit-identical" : "DIFFER",
+               !memcmp(g1, single, (size_t)T * V * 4) ? "bit-identical" : "DIFFER");
+        free(chunk);
+        free(single);
+    }
+    {
+        /* the merge's block width (kernels.h) flipped: the same bits in single rows (each merged) and a chunk */
+        int was = kern_merge_wide();
+        float *chunk, *single;
+        kern_set_merge_wide(!was);
+        chunk = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, ENGINE_CHUNK_ROWS);
+        single = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, 1);
+        kern_set_merge_wide(was);
+        EXPECTF(!memcmp(gpu, chunk, (size_t)T * V * 4), "%s: wide merge %s: one chunk differs", name, was ? "off" : "on");
+        EXPECTF(!memcmp(g1, single, (size_t)T * V * 4), "%s: wide merge %s: single rows differ", name, was ? "off" : "on");
+        printf("  %-7s wide merge %s = %s: one chunk %s, single rows %s\n", name, was ? "off" : "on", was ? "on" : "off",
                !memcmp(gpu, chunk, (size_t)T * V * 4) ? "bit-identical" : "DIFFER",
                !memcmp(g1, single, (size_t)T * V * 4) ? "bit-identical" : "DIFFER");
         free(chunk);
