@@ -41,6 +41,9 @@
 #       (G4_CUDA_MERGE_WIDE): the kernel tests, the engine test (which flips the wide merge) and memcheck,
 #       bench_cuda_attention with the merge 128 and D threads wide, the whole 12B's bench, then its decode with
 #       the wide merge.
+#   sh tests/gpu/pending.sh kernels1 [OUT_DIR]
+#       every kernel of about two graphed one-stream decode steps, each timed alone by ncu, as a table by
+#       kernel (tests/gpu/kernel_times.py): which of the ~400 launches a step are far from their bytes' time.
 # A summary comes last. The full logs (and, for check, the SASS of every kernel in g4, for reading on a machine
 # without cuobjdump) go to one archive, OUT_DIR/pending-WHAT.tgz (default OUT_DIR: /tmp), since the device tool
 # brings back few files.
@@ -204,8 +207,19 @@ merge)
         note "$(grep -E '^\| 1 row \|' "$out/decode_base.log")"
     fi
     ;;
+kernels1)
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+    PATH=$PATH:/usr/local/cuda/bin
+    # every kernel of about two graphed one-stream decode steps at context 1k (after the prompt and the
+    # first steps), each timed alone by ncu; G4_PENDING_SKIP / _COUNT move the window
+    step ncu_kernels1 300 ncu --metrics gpu__time_duration.sum --csv --launch-skip "${G4_PENDING_SKIP:-4000}" \
+        --launch-count "${G4_PENDING_COUNT:-850}" --kill yes "$b/g4" bench --model /dev/shm/g4-12b --shape 12b \
+        --max-streams 1 --decode-only
+    python3 "$here/kernel_times.py" <"$out/ncu_kernels1.log" >"$out/kernels1.md" 2>&1
+    cat "$out/kernels1.md"
+    ;;
 *)
-    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|rows|prompt|decode|next|merge [OUT_DIR]" >&2
+    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|rows|prompt|decode|next|merge|kernels1 [OUT_DIR]" >&2
     exit 2
     ;;
 esac
