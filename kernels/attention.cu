@@ -101,10 +101,15 @@ __device__ __forceinline__ int fold_scales(float *m, float *l, float pm, float p
 // running ~860 dependent instructions at 14 cycles each, most of them the fold's chain.
 __device__ __forceinline__ void merge_slot(const float *ml, const float *acc, int D, uint16_t *out, int first, int step)
 {
-    float pm[NP], pl[NP], before[NP], fa[NP], fb[NP], m = -INFINITY, l = 0.0f;
+    float pm[NP], pl[NP], before[NP], fa[NP], fb[NP], v[NP], m = -INFINITY, l = 0.0f;
     int used[NP];
 #pragma unroll
     for (int w = 0; w < NP; w++) pm[w] = __ldcg(ml + 2 * w), pl[w] = __ldcg(ml + 2 * w + 1);
+    // the first dimension's values go out with the (max, sum) pairs, whatever a partial saw: one of a partial
+    // that saw no key was never written and is loaded only to be left out of the fold
+    if (first < D)
+#pragma unroll
+        for (int w = 0; w < NP; w++) v[w] = __ldcg(acc + (size_t)w * D + first);
 #pragma unroll
     for (int w = 0; w < NP; w++) before[w] = m, m = fmaxf(m, pm[w]); // a partial with no key (-inf) keeps m
 #pragma unroll
@@ -117,9 +122,10 @@ __device__ __forceinline__ void merge_slot(const float *ml, const float *acc, in
     for (int w = 0; w < NP; w++)
         if (used[w]) l = fold_add(l, fa[w], pl[w], fb[w]);
     for (int i = first; i < D; i += step) {
-        float v[NP], a = 0.0f;
+        float a = 0.0f;
+        if (i != first)
 #pragma unroll
-        for (int w = 0; w < NP; w++) v[w] = used[w] ? __ldcg(acc + (size_t)w * D + i) : 0.0f; // unused: not written
+            for (int w = 0; w < NP; w++) v[w] = __ldcg(acc + (size_t)w * D + i);
 #pragma unroll
         for (int w = 0; w < NP; w++)
             if (used[w]) a = fold_add(a, fa[w], v[w], fb[w]);
@@ -490,15 +496,39 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
 }
 
 // out (rows, heads, D) bf16 = the NP partials folded in partial order (fold_scales); with store, the (row,
-// head) blocks of a row also copy its new key and value to the caches, 1 / heads of the pieces each.
+// head) blocks of a row also copy its new key and value to the caches, 1 / heads of the pieces each. The
+// row's cache slot comes from the row table, which no kernel writes, so with early loads (kernels.h) it is
+// read before the wait; after it, a thread's piece of the new key and value (where each thread has at most
+// one) loads with the partials and is stored after the fold: a one-stream merge is a chain of L2 round trips
+// (meta, the new key, the partials' pairs, their values), and these make it one. Everything the previous
+// kernels wrote is read through L2 (__ldcg), never the non-coherent path: the early merge of version 11
+// (04ec403), which loaded the partials by ld.global.nc, read stale values under programmatic launch (exact
+// without), most likely lines of the previous layer's merge left in that cache.
 __global__ void attention_merge_kernel(const float *__restrict__ part_acc, const float *__restrict__ part_ml,
-                                       int n_heads, int D, uint16_t *__restrict__ out, int store, struct kern_kv_new kv)
+                                       int n_heads, int D, uint16_t *__restrict__ out, int store, struct kern_kv_new kv,
+                                       int early)
 {
     kern_dep_launch();
+    const int r = blockIdx.x, piece = blockIdx.y * blockDim.x + threadIdx.x, pieces = n_heads * blockDim.x;
+    long long dst = -1;
+    if (store && early) dst = kv_slot(kv, kv.meta[r]);
     kern_dep_wait();
-    if (store) kv_store_row(kv, blockIdx.x, blockIdx.y * blockDim.x + threadIdx.x, n_heads * blockDim.x);
-    size_t idx = (size_t)blockIdx.x * n_heads + blockIdx.y;
+    if (store && !early) dst = kv_slot(kv, kv.meta[r]);
+    const bool one = dst >= 0 && kv.kvd % 8 == 0 && kv.kvd / 8 <= pieces, mine = one && piece < kv.kvd / 8;
+    const size_t src = (size_t)r * kv.kvd;
+    uint4 kp, vp;
+    if (mine) {
+        kp = __ldcg(reinterpret_cast<const uint4 *>(kv.k_new + src) + piece);
+        vp = __ldcg(reinterpret_cast<const uint4 *>(kv.v_new + src) + piece);
+    }
+    size_t idx = (size_t)r * n_heads + blockIdx.y;
     merge_slot(part_ml + idx * NP * 2, part_acc + idx * NP * D, D, out + idx * D, threadIdx.x, blockDim.x);
+    if (mine) {
+        reinterpret_cast<uint4 *>(kv.cache_k + dst)[piece] = kp;
+        reinterpret_cast<uint4 *>(kv.cache_v + dst)[piece] = vp;
+    } else if (dst >= 0 && !one) {
+        kv_store_row(kv, r, piece, pieces);
+    }
 }
 
 // How many CTAs share a (tile, kv head)'s NP partials: all NP (one partial each) when tiles are few (decode),
@@ -620,6 +650,6 @@ extern "C" void kern_attention_merge(const float *part_acc, const float *part_ml
     struct kern_kv_new none = {NULL, NULL, NULL, 0, 0, NULL, NULL};
     if (rows == 0) return;
     kern_launch(attention_merge_kernel, dim3(rows, n_heads), dim3(merge_threads(D)), 0, s, part_acc, part_ml, n_heads,
-                D, out, kv ? 1 : 0, kv ? *kv : none);
+                D, out, kv ? 1 : 0, kv ? *kv : none, kern_early_loads(KERN_EARLY_ATTENTION));
     KERN_LAUNCHED();
 }
