@@ -39,8 +39,8 @@
 #   [G4_TOKENIZER=…] sh tests/gpu/pending.sh merge [OUT_DIR]
 #       the merge's factors at once and the batched segment totals (c514a03) and the wide merge
 #       (G4_CUDA_MERGE_WIDE): the kernel tests, the engine test (which flips the wide merge) and memcheck,
-#       bench_cuda_attention with the merge 128 and D threads wide, the whole 12B's bench, then its decode with
-#       the wide merge.
+#       bench_cuda_attention and the whole 12B's decode (1-64 streams) with the merge 128 and D threads wide
+#       and on G4_PENDING_BASE (a build of the commit before, if set), then kernels1's table.
 #   sh tests/gpu/pending.sh kernels1 [OUT_DIR]
 #       every kernel of about two graphed one-stream decode steps, each timed alone by ncu, as a table by
 #       kernel (tests/gpu/kernel_times.py): which of the ~400 launches a step are far from their bytes' time.
@@ -186,26 +186,28 @@ next)
     ;;
 merge)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+    PATH=$PATH:/usr/local/cuda/bin
     step kernels 120 env G4_GPU_TESTS=kernels sh "$here/run.sh" "$out/kernels"
     step engine 150 env G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/engine"
-    for w in 0 1; do
-        step "attention_wide$w" 60 env G4_CUDA_MERGE_WIDE=$w "$b/bench/bench_cuda_attention"
-        note "$(grep -E '^\| (sliding|full) \| (1|16|64) \| 1024 \| 1 \|' "$out/attention_wide$w.log")"
+    # G4_PENDING_BASE: a build of the commit before, timed on the same machine
+    for w in 0 1 base; do
+        a="$b/bench/bench_cuda_attention"
+        [ $w = base ] && { [ -n "${G4_PENDING_BASE:-}" ] || continue; a="$G4_PENDING_BASE/bench/bench_cuda_attention"; }
+        step "attention_$w" 60 env G4_CUDA_MERGE_WIDE=$w "$a"
+        note "$(grep -E '^\| (sliding|full) \| (1|16|64) \| 1024 \| 1 \|' "$out/attention_$w.log")"
     done
-    step bench12b 200 sh "$here/bench.sh" 12b
-    note "$(grep -E '^\| 1 row \||^\| 1 stream, context 1024 \| 16 |first token|^\| (512|2048|8192) \|' "$out/bench12b.log")"
-    step decode_wide 150 env G4_CUDA_MERGE_WIDE=1 "$b/g4" bench --model /dev/shm/g4-12b --shape 12b --max-streams 64 \
-        --decode-only
-    note "$(grep -E '^\| 1 row \|' "$out/decode_wide.log")"
-    # G4_PENDING_BASE: a build of the commit before, timed on the same machine (another kind of card than the
-    # last record's)
-    if [ -n "${G4_PENDING_BASE:-}" ]; then
-        step attention_base 60 "$G4_PENDING_BASE/bench/bench_cuda_attention"
-        note "$(grep -E '^\| (sliding|full) \| (1|16|64) \| 1024 \| 1 \|' "$out/attention_base.log")"
-        step decode_base 150 "$G4_PENDING_BASE/g4" bench --model /dev/shm/g4-12b --shape 12b --max-streams 64 \
+    for w in 0 1 base; do
+        g="$b/g4"
+        [ $w = base ] && { [ -n "${G4_PENDING_BASE:-}" ] || continue; g="$G4_PENDING_BASE/g4"; }
+        step "decode_$w" 150 env G4_CUDA_MERGE_WIDE=$w "$g" bench --model /dev/shm/g4-12b --shape 12b --max-streams 64 \
             --decode-only
-        note "$(grep -E '^\| 1 row \|' "$out/decode_base.log")"
-    fi
+        note "$(grep -E '^\| 1 row \|' "$out/decode_$w.log")"
+    done
+    step ncu_kernels1 150 ncu --metrics gpu__time_duration.sum --csv --launch-skip "${G4_PENDING_SKIP:-4000}" \
+        --launch-count "${G4_PENDING_COUNT:-850}" --kill yes "$b/g4" bench --model /dev/shm/g4-12b --shape 12b \
+        --max-streams 1 --decode-only
+    python3 "$here/kernel_times.py" <"$out/ncu_kernels1.log" >"$out/kernels1.md" 2>&1
+    head -n 30 "$out/kernels1.md"
     ;;
 kernels1)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
