@@ -640,16 +640,16 @@ extern "C" int kern_attention(const uint16_t *q, const uint16_t *k_new, const ui
 }
 
 // Threads of a merge block: 128, each folding D / 128 dimensions one after another, or with the wide merge
-// (kern_merge_wide) one dimension each (D threads where D is over 128): the fold's chain runs once a thread
-// instead of D / 128 times (a one-stream merge is latency: ncu, version 13.3).
-static int merge_threads(int D) { return kern_merge_wide() && D > 128 ? D : 128; }
+// (kern_merge_wide: few rows) one dimension each (D threads where D is over 128): the fold's chain runs once a
+// thread instead of D / 128 times (a one-stream merge is latency: ncu, version 13.3).
+static int merge_threads(int D, int rows) { return kern_merge_wide(rows) && D > 128 ? D : 128; }
 
 extern "C" void kern_attention_merge(const float *part_acc, const float *part_ml, int rows, int n_heads, int D,
                                      uint16_t *out, const struct kern_kv_new *kv, kern_stream s)
 {
     struct kern_kv_new none = {NULL, NULL, NULL, 0, 0, NULL, NULL};
     if (rows == 0) return;
-    kern_launch(attention_merge_kernel, dim3(rows, n_heads), dim3(merge_threads(D)), 0, s, part_acc, part_ml, n_heads,
+    kern_launch(attention_merge_kernel, dim3(rows, n_heads), dim3(merge_threads(D, rows)), 0, s, part_acc, part_ml, n_heads,
                 D, out, kv ? 1 : 0, kv ? *kv : none, kern_early_loads(KERN_EARLY_ATTENTION));
     KERN_LAUNCHED();
 }

@@ -45,11 +45,16 @@ enum { KERN_EARLY_ATTENTION = 1, KERN_EARLY_QKV_PREP = 2, KERN_EARLY_RESIDUAL = 
        KERN_EARLY_ATTN_AFTER_WAIT = 16 /* diagnostic: attention's early order, all after the wait */ };
 int kern_early_loads(int part);
 void kern_set_early_loads(int on);
-/* The attention merge's block width: 128 threads folding D / 128 dimensions each, or with the wide merge one
- * thread a dimension (head dims over 128). G4_CUDA_MERGE_WIDE=1 turns it on; kern_set_merge_wide overrides
- * the environment (tests: both give the same bits). Set before a pass is captured in a graph. */
-int kern_merge_wide(void);
-void kern_set_merge_wide(int on);
+/* The attention merge's block width: 128 threads folding D / 128 dimensions each, or wide, one thread a
+ * dimension (head dims over 128), for merges of up to KERN_MERGE_WIDE_ROWS rows: one stream's 12B step 9.72 ->
+ * 9.63 ms, 4 streams 10.14 -> 10.10, where 16 streams went 11.93 -> 11.98 and 64 20.89 -> 20.98 (H100,
+ * docs/perf.md, version 13.4). G4_CUDA_MERGE_WIDE=0 or 1 makes every merge narrow or wide;
+ * kern_set_merge_wide overrides the environment (-1: by rows; tests: every mode gives the same bits). Set
+ * before a pass is captured in a graph. */
+#define KERN_MERGE_WIDE_ROWS 4
+int kern_merge_wide_mode(void);
+int kern_merge_wide(int rows);
+void kern_set_merge_wide(int mode);
 
 /* ---- matrix products ------------------------------------------------------------------------------------
  * y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias (N) fp32), K % 16 == 0, on tensor cores (mma.sync

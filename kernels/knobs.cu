@@ -31,19 +31,26 @@ extern "C" void kern_set_early_loads(int on)
     early_loads = on != 0;
 }
 
-// G4_CUDA_MERGE_WIDE (kernels.h; off unless "1"): read once, then kern_set_merge_wide overrides it.
-static int merge_wide = -1;
+// G4_CUDA_MERGE_WIDE (kernels.h; "0" never, "1" always, else by rows): read once, then kern_set_merge_wide
+// overrides it.
+static int merge_wide = -2;
 
-extern "C" int kern_merge_wide(void)
+extern "C" int kern_merge_wide_mode(void)
 {
-    if (merge_wide < 0) {
+    if (merge_wide == -2) {
         const char *v = getenv("G4_CUDA_MERGE_WIDE");
-        merge_wide = v && v[0] == '1';
+        merge_wide = v && (v[0] == '0' || v[0] == '1') ? v[0] - '0' : -1;
     }
     return merge_wide;
 }
 
-extern "C" void kern_set_merge_wide(int on) { merge_wide = on != 0; }
+extern "C" int kern_merge_wide(int rows)
+{
+    int mode = kern_merge_wide_mode();
+    return mode < 0 ? rows <= KERN_MERGE_WIDE_ROWS : mode;
+}
+
+extern "C" void kern_set_merge_wide(int mode) { merge_wide = mode < 0 ? -1 : mode != 0; }
 
 // G4_CUDA_WGMMA_ROWS (kernels.h, kern_gemm): the row count from which a product runs on the wgmma kernel instead
 // of the decode kernel; default 65 (the decode kernel up to 64 rows). Same bits either way. (The prompt kernel

@@ -12,7 +12,7 @@ if not rows:
     sys.exit("kernel_times: no CSV rows on stdin")
 head = rows[0]
 name_col, unit_col, value_col = head.index("Kernel Name"), head.index("Metric Unit"), head.index("Metric Value")
-scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3, "second": 1e6}
+scale = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3, "s": 1e6, "second": 1e6}
 by = {}
 for r in rows[1:]:
     if len(r) <= value_col:

@@ -190,13 +190,14 @@ merge)
     step kernels 120 env G4_GPU_TESTS=kernels sh "$here/run.sh" "$out/kernels"
     step engine 150 env G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/engine"
     # G4_PENDING_BASE: a build of the commit before, timed on the same machine
-    for w in 0 1 base; do
+    # G4_PENDING_MERGE: the merge widths to time (0 narrow, 1 wide, auto by rows, base: G4_PENDING_BASE)
+    for w in ${G4_PENDING_MERGE:-0 1 base}; do
         a="$b/bench/bench_cuda_attention"
         [ $w = base ] && { [ -n "${G4_PENDING_BASE:-}" ] || continue; a="$G4_PENDING_BASE/bench/bench_cuda_attention"; }
         step "attention_$w" 60 env G4_CUDA_MERGE_WIDE=$w "$a"
         note "$(grep -E '^\| (sliding|full) \| (1|16|64) \| 1024 \| 1 \|' "$out/attention_$w.log")"
     done
-    for w in 0 1 base; do
+    for w in ${G4_PENDING_MERGE:-0 1 base}; do
         g="$b/g4"
         [ $w = base ] && { [ -n "${G4_PENDING_BASE:-}" ] || continue; g="$G4_PENDING_BASE/g4"; }
         step "decode_$w" 150 env G4_CUDA_MERGE_WIDE=$w "$g" bench --model /dev/shm/g4-12b --shape 12b --max-streams 64 \

@@ -361,20 +361,23 @@ static void check_prompt(const char *name, struct g4_model *m, const int32_t *id
         free(single);
     }
     {
-        /* the merge's block width (kernels.h) flipped: the same bits in single rows (each merged) and a chunk */
-        int was = kern_merge_wide();
-        float *chunk, *single;
-        kern_set_merge_wide(!was);
-        chunk = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, ENGINE_CHUNK_ROWS);
-        single = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, 1);
-        kern_set_merge_wide(was);
-        EXPECTF(!memcmp(gpu, chunk, (size_t)T * V * 4), "%s: wide merge %s: one chunk differs", name, was ? "off" : "on");
-        EXPECTF(!memcmp(g1, single, (size_t)T * V * 4), "%s: wide merge %s: single rows differ", name, was ? "off" : "on");
-        printf("  %-7s wide merge %s = %s: one chunk %s, single rows %s\n", name, was ? "off" : "on", was ? "on" : "off",
-               !memcmp(gpu, chunk, (size_t)T * V * 4) ? "bit-identical" : "DIFFER",
-               !memcmp(g1, single, (size_t)T * V * 4) ? "bit-identical" : "DIFFER");
-        free(chunk);
-        free(single);
+        /* the merge's block width (kernels.h) forced narrow, then wide, against this run's mode (by rows, unless
+         * the environment forced one): the same bits in single rows (each merged) and a chunk */
+        int was = kern_merge_wide_mode();
+        for (int mode = 0; mode <= 1; mode++) {
+            float *chunk, *single;
+            kern_set_merge_wide(mode);
+            chunk = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, ENGINE_CHUNK_ROWS);
+            single = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, 1);
+            kern_set_merge_wide(was);
+            EXPECTF(!memcmp(gpu, chunk, (size_t)T * V * 4), "%s: merge %s: one chunk differs", name, mode ? "wide" : "narrow");
+            EXPECTF(!memcmp(g1, single, (size_t)T * V * 4), "%s: merge %s: single rows differ", name, mode ? "wide" : "narrow");
+            printf("  %-7s merge %s = mode %d: one chunk %s, single rows %s\n", name, mode ? "wide" : "narrow", was,
+                   !memcmp(gpu, chunk, (size_t)T * V * 4) ? "bit-identical" : "DIFFER",
+                   !memcmp(g1, single, (size_t)T * V * 4) ? "bit-identical" : "DIFFER");
+            free(chunk);
+            free(single);
+        }
     }
     {
         /* the last layer on the logits rows alone (cuda_step.c, a pass where fewer rows need logits than run):
