@@ -73,9 +73,10 @@ __device__ void smallest_first(unsigned long long *keys, int kmax)
 
 // The fast form for kmax <= 64 (the draw's default top_k is 64), with the same result: the 64 smallest keys
 // ascending, whose first kmax are the kmax smallest. smallest_first meets at a block-wide barrier after each
-// of its ~70 steps (a 12B step's two levels took ~80 µs under ncu, version 13.4); here each warp holds 128 keys
-// in registers, 4 consecutive a lane, and every step within a run of 64 is a shuffle (strides of 4 and more)
-// or a swap in the lane (strides 1 and 2), so the barriers are one per round of 32 runs -> 16 -> ... -> 1.
+// of its ~70 steps; here each warp holds 128 keys in registers, 4 consecutive a lane, and every step within a
+// run of 64 is a shuffle (strides of 4 and more) or a swap in the lane (strides 1 and 2), so the barriers are
+// one per round of 32 runs -> 16 -> ... -> 1. A 12B step's two levels under ncu: 41.6 + 38.3 µs -> 20.1 +
+// 17.8 (H100, docs/perf.md, version 13.4); test_cuda_kernels checks both forms against the CPU sampler.
 #define FAST_P 64
 #define FAST_WARP_KEYS 128 // 4 a lane
 static_assert(THREADS / 32 * FAST_WARP_KEYS == CH, "the fast form: 32 warps of 128 keys cover a chunk");
