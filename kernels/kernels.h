@@ -104,9 +104,10 @@ void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, f
  * choice by M (a lighter shape where only that runs the grid in one wave), 1..KERN_SKINNY_VARIANTS-1 are
  * (warps, stages) = (4, 4), (8, 4), (4, 5), (8, 3), then (4, 4) with 16 shared activation rows even for M <= 8
  * (4 x 3, slower at every M, was dropped), then warps fed by tensor copies from a producer warp
- * (gemm_skinny_tma.cu): 4 and 8 warps of 8 columns, 4 warps of 16 and of 32. Every variant gives the same bits
+ * (gemm_skinny_tma.cu): 4 and 8 warps of 8 columns, 4 warps of 16 and of 32, and 4 of 8 with separate weight
+ * and activation rings (10: the weights 8 stages ahead at every row count). Every variant gives the same bits
  * (tests/unit/test_cuda_kernels.c). */
-#define KERN_SKINNY_VARIANTS 10
+#define KERN_SKINNY_VARIANTS 11
 void kern_gemm_skinny_variant(int variant, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
                               uint16_t *h, int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s);
 

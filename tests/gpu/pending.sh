@@ -41,6 +41,9 @@
 #       (G4_CUDA_MERGE_WIDE): the kernel tests, the engine test (which flips the wide merge) and memcheck,
 #       bench_cuda_attention and the whole 12B's decode (1-64 streams) with the merge 128 and D threads wide
 #       and on G4_PENDING_BASE (a build of the commit before, if set), then kernels1's table.
+#   sh tests/gpu/pending.sh rings [OUT_DIR]
+#       the decode product with two rings (variant 10, gemm_skinny_tma.cu): the kernel tests (its bits at every
+#       shape and row count), the products table, and the whole 12B's decode with it from 33 rows.
 #   sh tests/gpu/pending.sh kernels1 [OUT_DIR]
 #       every kernel of about two graphed one-stream decode steps, each timed alone by ncu, as a table by
 #       kernel (tests/gpu/kernel_times.py): which of the ~400 launches a step are far from their bytes' time.
@@ -210,6 +213,15 @@ merge)
     python3 "$here/kernel_times.py" <"$out/ncu_kernels1.log" >"$out/kernels1.md" 2>&1
     head -n 30 "$out/kernels1.md"
     ;;
+rings)
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+    step kernels 60 env G4_GPU_TESTS=kernels sh "$here/run.sh" "$out/kernels"
+    step products 100 "$b/bench/bench_cuda_products"
+    note "$(grep -E '^\| [a-z|() ]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| (1|16|64) \|' "$out/products.log")"
+    step decode_rings 120 env G4_CUDA_SKINNY_WIDE=10 "$b/g4" bench --model /dev/shm/g4-12b --shape 12b \
+        --max-streams 64 --decode-only
+    note "$(grep -E '^\| 1 row \|' "$out/decode_rings.log")"
+    ;;
 kernels1)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     PATH=$PATH:/usr/local/cuda/bin
@@ -222,7 +234,7 @@ kernels1)
     cat "$out/kernels1.md"
     ;;
 *)
-    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|rows|prompt|decode|next|merge|kernels1 [OUT_DIR]" >&2
+    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|rows|prompt|decode|next|merge|rings|kernels1 [OUT_DIR]" >&2
     exit 2
     ;;
 esac
