@@ -43,30 +43,6 @@ template <int MT, int NW, int NC> struct st_shape {
     static constexpr int THREADS = 32 * NW + 32;       // + the producer warp
 };
 
-// The producer (one lane): stage kt of the segment into slot kt % STAGES once its consumers have handed the
-// slot back. The first stages' weights are asked for before the previous kernel is done (no kernel writes
-// weights; see kern_dep_wait), their activations after it.
-template <int MT, int NW, int NC>
-__device__ __forceinline__ void st_produce(const CUtensorMap *map_x, const CUtensorMap *map_w, unsigned char *sm,
-                                           uint64_t *full, uint64_t *empty, int n0, int kbeg, int KT)
-{
-    typedef st_shape<MT, NW, NC> S;
-    const int first = KT < S::STAGES ? KT : S::STAGES;
-    for (int kt = 0; kt < first; kt++) {
-        mbar_arrive_expect(&full[kt], S::STAGE);
-        tma_load_2d(sm + kt * S::STAGE + S::A_BYTES, map_w, kbeg + kt * ST_BK, n0, &full[kt]);
-    }
-    kern_dep_wait();
-    for (int kt = 0; kt < first; kt++) tma_load_2d(sm + kt * S::STAGE, map_x, kbeg + kt * ST_BK, 0, &full[kt]);
-    for (int kt = first; kt < KT; kt++) {
-        int s = kt % S::STAGES;
-        mbar_wait(&empty[s], (unsigned)(kt / S::STAGES - 1) & 1u);
-        mbar_arrive_expect(&full[s], S::STAGE);
-        tma_load_2d(sm + s * S::STAGE, map_x, kbeg + kt * ST_BK, 0, &full[s]);
-        tma_load_2d(sm + s * S::STAGE + S::A_BYTES, map_w, kbeg + kt * ST_BK, n0, &full[s]);
-    }
-}
-
 // One stage of a consumer warp: its NC column tiles' chains over the stage's k (k0 .. k0 + 63, up to the
 // segment's end kend), activations at a, weights at b (both 128-byte swizzled boxes).
 template <int MT, int NC>
@@ -119,6 +95,146 @@ __device__ __forceinline__ void st_store(float (&acc)[MT][NC][4], float *Y, uint
                            acc[mi][nj][2 * h], acc[mi][nj][2 * h + 1]);
 }
 
+// The pipelines. Each points at its mbarriers (the kernel's shared arrays) and gives: init (thread 0, before a
+// __syncthreads), produce (the producer lane), and for consumer stage kt, wait (the stage's activation and
+// weight boxes once they are in) and release (lane 0 of each consumer warp, once the warp has read them).
+//
+// One ring (variants 6-9): stage kt of the segment into slot kt % STAGES, both boxes on one "full" barrier,
+// once the consumers have handed the slot back. The first stages' weights are asked for before the previous
+// kernel is done (no kernel writes weights; see kern_dep_wait), their activations after it.
+template <int MT, int NW, int NC> struct st_one_ring {
+    typedef st_shape<MT, NW, NC> S;
+    uint64_t *full, *empty; // [STAGES] each
+    __device__ __forceinline__ void init() { tma_pipe_init(full, empty, S::STAGES, NW); }
+    __device__ __forceinline__ void produce(const CUtensorMap *map_x, const CUtensorMap *map_w, unsigned char *sm,
+                                            int n0, int kbeg, int KT)
+    {
+        const int first = KT < S::STAGES ? KT : S::STAGES;
+        for (int kt = 0; kt < first; kt++) {
+            mbar_arrive_expect(&full[kt], S::STAGE);
+            tma_load_2d(sm + kt * S::STAGE + S::A_BYTES, map_w, kbeg + kt * ST_BK, n0, &full[kt]);
+        }
+        kern_dep_wait();
+        for (int kt = 0; kt < first; kt++) tma_load_2d(sm + kt * S::STAGE, map_x, kbeg + kt * ST_BK, 0, &full[kt]);
+        for (int kt = first; kt < KT; kt++) {
+            int s = kt % S::STAGES;
+            mbar_wait(&empty[s], (unsigned)(kt / S::STAGES - 1) & 1u);
+            mbar_arrive_expect(&full[s], S::STAGE);
+            tma_load_2d(sm + s * S::STAGE, map_x, kbeg + kt * ST_BK, 0, &full[s]);
+            tma_load_2d(sm + s * S::STAGE + S::A_BYTES, map_w, kbeg + kt * ST_BK, n0, &full[s]);
+        }
+    }
+    __device__ __forceinline__ void wait(int kt, const unsigned char *sm, const unsigned char **a, const unsigned char **b)
+    {
+        const int s = kt % S::STAGES;
+        *a = sm + s * S::STAGE, *b = *a + S::A_BYTES;
+        mbar_wait(&full[s], (unsigned)(kt / S::STAGES) & 1u);
+    }
+    __device__ __forceinline__ void release(int kt) { mbar_arrive(&empty[kt % S::STAGES]); }
+};
+
+// Two rings (variant 10): WSLOTS weight slots and ASLOTS activation slots (st2_shape). At 64 rows a stage of
+// one ring holds twice the activation bytes of weight bytes, so its 4 stages a block (48 KiB) keep 16 KiB of
+// weights in flight where one row's 8 keep 32 KiB; here the weights run 8 stages ahead from DRAM beside 2
+// activation slots, which come from L2. Stage k's two slots are freed by the same event (the consumers done
+// with stage k - ASLOTS frees activation slot k % ASLOTS and weight slot (k - ASLOTS) % WSLOTS, which stage
+// k - ASLOTS + WSLOTS takes), so one "empty" barrier per activation slot paces both.
+template <int MT, int NW, int NC> struct st2_shape {
+    static constexpr int ROWS = 16 * MT, BN = 8 * NW * NC;
+    static constexpr int A_BYTES = ROWS * 128, W_BYTES = BN * 128, WSLOTS = 8;
+    static constexpr int ASLOTS = 16384 / A_BYTES > 4 ? 4 : 16384 / A_BYTES < 2 ? 2 : 16384 / A_BYTES;
+    static constexpr int SMEM = WSLOTS * W_BYTES + ASLOTS * A_BYTES + 1024; // + 1024: the base rounded up
+    static_assert(WSLOTS >= ASLOTS, "weights run at least as far ahead as activations");
+};
+
+template <int MT, int NW, int NC> struct st_two_rings {
+    typedef st2_shape<MT, NW, NC> S;
+    uint64_t *full_w, *full_a, *empty_a; // [WSLOTS], [ASLOTS], [ASLOTS]
+    __device__ __forceinline__ void init()
+    {
+        if (threadIdx.x == 0)
+            for (int i = 0; i < S::WSLOTS; i++) mbar_init(&full_w[i], 1);
+        tma_pipe_init(full_a, empty_a, S::ASLOTS, NW); // thread 0, then the fence for all of them
+    }
+    __device__ __forceinline__ void produce(const CUtensorMap *map_x, const CUtensorMap *map_w, unsigned char *sm,
+                                            int n0, int kbeg, int KT)
+    {
+        unsigned char *wsl = sm, *asl = sm + S::WSLOTS * S::W_BYTES;
+        const int first = KT < S::WSLOTS ? KT : S::WSLOTS;
+        for (int k = 0; k < first; k++) { // weights before the previous kernel is done
+            mbar_arrive_expect(&full_w[k], S::W_BYTES);
+            tma_load_2d(wsl + k * S::W_BYTES, map_w, kbeg + k * ST_BK, n0, &full_w[k]);
+        }
+        kern_dep_wait();
+        for (int k = 0; k < KT; k++) {
+            const int a = k % S::ASLOTS;
+            if (k >= S::ASLOTS) {
+                mbar_wait(&empty_a[a], (unsigned)(k / S::ASLOTS - 1) & 1u); // stage k - ASLOTS is done
+                const int kw = k - S::ASLOTS + S::WSLOTS, ws = kw % S::WSLOTS;
+                if (kw < KT) {
+                    mbar_arrive_expect(&full_w[ws], S::W_BYTES);
+                    tma_load_2d(wsl + ws * S::W_BYTES, map_w, kbeg + kw * ST_BK, n0, &full_w[ws]);
+                }
+            }
+            mbar_arrive_expect(&full_a[a], S::A_BYTES);
+            tma_load_2d(asl + a * S::A_BYTES, map_x, kbeg + k * ST_BK, 0, &full_a[a]);
+        }
+    }
+    __device__ __forceinline__ void wait(int kt, const unsigned char *sm, const unsigned char **a, const unsigned char **b)
+    {
+        const int as = kt % S::ASLOTS, ws = kt % S::WSLOTS;
+        *a = sm + S::WSLOTS * S::W_BYTES + as * S::A_BYTES, *b = sm + ws * S::W_BYTES;
+        mbar_wait(&full_a[as], (unsigned)(kt / S::ASLOTS) & 1u);
+        mbar_wait(&full_w[ws], (unsigned)(kt / S::WSLOTS) & 1u);
+    }
+    __device__ __forceinline__ void release(int kt) { mbar_arrive(&empty_a[kt % S::ASLOTS]); }
+};
+
+// The kernel of every variant 6-10 over its pipeline P.
+template <int MT, int NW, int NC, class P>
+__device__ __forceinline__ void st_body(const CUtensorMap *map_x, const CUtensorMap *map_w, const float *bias, float *Y,
+                                        uint16_t *H, int M, int N, int K, int nseg, float *partial, int *counters,
+                                        const struct kern_tail &tail, P &pipe, int *last)
+{
+    typedef st_shape<MT, NW, NC> S;
+    kern_dep_launch();
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    unsigned char *sm = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n0 = blockIdx.x * S::BN, seg = blockIdx.y;
+    const int L = K / nseg, kbeg = seg * L, kend = kbeg + L, KT = (L + ST_BK - 1) / ST_BK;
+    pipe.init();
+    __syncthreads();
+
+    if (warp == NW) {
+        if (lane == 0) {
+            tma_prefetch_map(map_x);
+            tma_prefetch_map(map_w);
+            pipe.produce(map_x, map_w, sm, n0, kbeg, KT);
+        }
+        __syncwarp();
+        kern_dep_wait(); // the other lanes too, before seg_finish reads the scratch
+    } else {
+        kern_dep_wait();
+        float acc[MT][NC][4];
+#pragma unroll
+        for (int i = 0; i < MT; i++)
+#pragma unroll
+            for (int j = 0; j < NC; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
+        for (int kt = 0; kt < KT; kt++) {
+            const unsigned char *a, *b;
+            pipe.wait(kt, sm, &a, &b);
+            st_mma_stage<MT, NC>(acc, a, b, warp, lane, kbeg + kt * ST_BK, kend);
+            __syncwarp(); // the warp's reads of the slots are done
+            if (lane == 0) pipe.release(kt);
+        }
+        st_store<MT, NC>(acc, Y, H, partial, bias, M, N, nseg, seg, n0, warp, lane);
+    }
+    if (nseg > 1) seg_finish(Y, H, partial, bias, M, N, nseg, 0, n0, M, S::BN, &counters[blockIdx.x], last);
+    // the CTA that completed this column tile: the tail's arrival (the stages' memory is free by then)
+    if (tail.kind != KERN_TAIL_NONE && (nseg == 1 || *last))
+        gemm_tail_run(tail, Y, M, N, n0, S::BN, reinterpret_cast<float *>(sm));
+}
+
 template <int MT, int NW, int NC>
 __global__ void __launch_bounds__(st_shape<MT, NW, NC>::THREADS)
     gemm_skinny_tma_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
@@ -126,139 +242,23 @@ __global__ void __launch_bounds__(st_shape<MT, NW, NC>::THREADS)
                            int N, int K, int nseg, float *partial, int *counters, const struct kern_tail tail)
 {
     typedef st_shape<MT, NW, NC> S;
-    kern_dep_launch();
-    extern __shared__ __align__(1024) unsigned char smem_raw[];
     __shared__ uint64_t full[S::STAGES], empty[S::STAGES];
     __shared__ int last;
-    unsigned char *sm = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n0 = blockIdx.x * S::BN, seg = blockIdx.y;
-    const int L = K / nseg, kbeg = seg * L, kend = kbeg + L, KT = (L + ST_BK - 1) / ST_BK;
-    tma_pipe_init(full, empty, S::STAGES, NW);
-    __syncthreads();
-
-    if (warp == NW) {
-        if (lane == 0) {
-            tma_prefetch_map(&map_x);
-            tma_prefetch_map(&map_w);
-            st_produce<MT, NW, NC>(&map_x, &map_w, sm, full, empty, n0, kbeg, KT);
-        }
-        __syncwarp();
-        kern_dep_wait(); // the other lanes too, before seg_finish reads the scratch
-    } else {
-        kern_dep_wait();
-        float acc[MT][NC][4];
-#pragma unroll
-        for (int i = 0; i < MT; i++)
-#pragma unroll
-            for (int j = 0; j < NC; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
-        for (int kt = 0; kt < KT; kt++) {
-            const int s = kt % S::STAGES;
-            const unsigned char *a = sm + s * S::STAGE;
-            mbar_wait(&full[s], (unsigned)(kt / S::STAGES) & 1u);
-            st_mma_stage<MT, NC>(acc, a, a + S::A_BYTES, warp, lane, kbeg + kt * ST_BK, kend);
-            __syncwarp(); // the warp's reads of the slot are done
-            if (lane == 0) mbar_arrive(&empty[s]);
-        }
-        st_store<MT, NC>(acc, Y, H, partial, bias, M, N, nseg, seg, n0, warp, lane);
-    }
-    if (nseg > 1) seg_finish(Y, H, partial, bias, M, N, nseg, 0, n0, M, S::BN, &counters[blockIdx.x], &last);
-    // the CTA that completed this column tile: the tail's arrival (the stages' memory is free by then)
-    if (tail.kind != KERN_TAIL_NONE && (nseg == 1 || last))
-        gemm_tail_run(tail, Y, M, N, n0, S::BN, reinterpret_cast<float *>(sm));
-}
-
-// Variant 10: the same warps and steps with two rings in place of one: WSLOTS weight slots and ASLOTS
-// activation slots (st2_shape). At 64 rows a stage of variant 6 holds twice the activation bytes of weight
-// bytes, so its 4 stages a block (48 KiB) keep 16 KiB of weights in flight where one row's 8 keep 32 KiB;
-// here the weights run 8 stages ahead from DRAM beside 2 activation slots, which come from L2. A stage k's
-// two slots are freed by the same event (the consumers done with stage k - ASLOTS frees activation slot
-// k % ASLOTS and weight slot (k - ASLOTS) % WSLOTS, which stage k - ASLOTS + WSLOTS takes), so one "empty"
-// barrier per activation slot paces both.
-template <int MT, int NW, int NC> struct st2_shape {
-    static constexpr int ROWS = 16 * MT, BN = 8 * NW * NC;
-    static constexpr int A_BYTES = ROWS * 128, W_BYTES = BN * 128, WSLOTS = 8;
-    static constexpr int ASLOTS = 16384 / A_BYTES > 4 ? 4 : 16384 / A_BYTES < 2 ? 2 : 16384 / A_BYTES;
-    static constexpr int SMEM = WSLOTS * W_BYTES + ASLOTS * A_BYTES + 1024; // + 1024: the base rounded up
-    static constexpr int THREADS = 32 * NW + 32;
-    static_assert(WSLOTS >= ASLOTS, "weights run at least as far ahead as activations");
-};
-
-template <int MT, int NW, int NC>
-__device__ __forceinline__ void st2_produce(const CUtensorMap *map_x, const CUtensorMap *map_w, unsigned char *sm,
-                                            uint64_t *full_w, uint64_t *full_a, uint64_t *empty_a, int n0, int kbeg,
-                                            int KT)
-{
-    typedef st2_shape<MT, NW, NC> S;
-    unsigned char *wsl = sm, *asl = sm + S::WSLOTS * S::W_BYTES;
-    const int first = KT < S::WSLOTS ? KT : S::WSLOTS;
-    for (int k = 0; k < first; k++) { // weights before the previous kernel is done (no kernel writes them)
-        mbar_arrive_expect(&full_w[k], S::W_BYTES);
-        tma_load_2d(wsl + k * S::W_BYTES, map_w, kbeg + k * ST_BK, n0, &full_w[k]);
-    }
-    kern_dep_wait();
-    for (int k = 0; k < KT; k++) {
-        const int a = k % S::ASLOTS;
-        if (k >= S::ASLOTS) {
-            mbar_wait(&empty_a[a], (unsigned)(k / S::ASLOTS - 1) & 1u); // stage k - ASLOTS is done
-            const int kw = k - S::ASLOTS + S::WSLOTS, ws = kw % S::WSLOTS;
-            if (kw < KT) {
-                mbar_arrive_expect(&full_w[ws], S::W_BYTES);
-                tma_load_2d(wsl + ws * S::W_BYTES, map_w, kbeg + kw * ST_BK, n0, &full_w[ws]);
-            }
-        }
-        mbar_arrive_expect(&full_a[a], S::A_BYTES);
-        tma_load_2d(asl + a * S::A_BYTES, map_x, kbeg + k * ST_BK, 0, &full_a[a]);
-    }
+    st_one_ring<MT, NW, NC> pipe = {full, empty};
+    st_body<MT, NW, NC>(&map_x, &map_w, bias, Y, H, M, N, K, nseg, partial, counters, tail, pipe, &last);
 }
 
 template <int MT, int NW, int NC>
-__global__ void __launch_bounds__(st2_shape<MT, NW, NC>::THREADS)
+__global__ void __launch_bounds__(st_shape<MT, NW, NC>::THREADS)
     gemm_skinny_tma2_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
                             const float *__restrict__ bias, float *__restrict__ Y, uint16_t *__restrict__ H, int M,
                             int N, int K, int nseg, float *partial, int *counters, const struct kern_tail tail)
 {
     typedef st2_shape<MT, NW, NC> S;
-    kern_dep_launch();
-    extern __shared__ __align__(1024) unsigned char smem_raw[];
     __shared__ uint64_t full_w[S::WSLOTS], full_a[S::ASLOTS], empty_a[S::ASLOTS];
     __shared__ int last;
-    unsigned char *sm = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
-    const unsigned char *wsl = sm, *asl = sm + S::WSLOTS * S::W_BYTES;
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n0 = blockIdx.x * S::BN, seg = blockIdx.y;
-    const int L = K / nseg, kbeg = seg * L, kend = kbeg + L, KT = (L + ST_BK - 1) / ST_BK;
-    if (threadIdx.x == 0)
-        for (int i = 0; i < S::WSLOTS; i++) mbar_init(&full_w[i], 1);
-    tma_pipe_init(full_a, empty_a, S::ASLOTS, NW); // thread 0, then the fence for all of them
-    __syncthreads();
-
-    if (warp == NW) {
-        if (lane == 0) {
-            tma_prefetch_map(&map_x);
-            tma_prefetch_map(&map_w);
-            st2_produce<MT, NW, NC>(&map_x, &map_w, sm, full_w, full_a, empty_a, n0, kbeg, KT);
-        }
-        __syncwarp();
-        kern_dep_wait(); // the other lanes too, before seg_finish reads the scratch
-    } else {
-        kern_dep_wait();
-        float acc[MT][NC][4];
-#pragma unroll
-        for (int i = 0; i < MT; i++)
-#pragma unroll
-            for (int j = 0; j < NC; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
-        for (int kt = 0; kt < KT; kt++) {
-            const int a = kt % S::ASLOTS, w = kt % S::WSLOTS;
-            mbar_wait(&full_a[a], (unsigned)(kt / S::ASLOTS) & 1u);
-            mbar_wait(&full_w[w], (unsigned)(kt / S::WSLOTS) & 1u);
-            st_mma_stage<MT, NC>(acc, asl + a * S::A_BYTES, wsl + w * S::W_BYTES, warp, lane, kbeg + kt * ST_BK, kend);
-            __syncwarp(); // the warp's reads of both slots are done
-            if (lane == 0) mbar_arrive(&empty_a[a]);
-        }
-        st_store<MT, NC>(acc, Y, H, partial, bias, M, N, nseg, seg, n0, warp, lane);
-    }
-    if (nseg > 1) seg_finish(Y, H, partial, bias, M, N, nseg, 0, n0, M, S::BN, &counters[blockIdx.x], &last);
-    if (tail.kind != KERN_TAIL_NONE && (nseg == 1 || last))
-        gemm_tail_run(tail, Y, M, N, n0, S::BN, reinterpret_cast<float *>(sm));
+    st_two_rings<MT, NW, NC> pipe = {full_w, full_a, empty_a};
+    st_body<MT, NW, NC>(&map_x, &map_w, bias, Y, H, M, N, K, nseg, partial, counters, tail, pipe, &last);
 }
 
 template <int MT, int NW, int NC, bool TWO_RINGS>
