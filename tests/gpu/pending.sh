@@ -91,6 +91,15 @@ benches() { # the g4 bench with each setting (G4_DEFAULTS=1: none), the lines th
         [ "$s" = G4_DEFAULTS=1 ] && step products 150 "$b/bench/bench_cuda_products"
     done
 }
+kernels1() { # every kernel of about two graphed one-stream decode steps at context 1k (after the prompt and
+    # the first steps), each timed alone by ncu, tabled by kernel; G4_PENDING_SKIP / _COUNT move the window
+    PATH=$PATH:/usr/local/cuda/bin
+    step ncu_kernels1 150 ncu --metrics gpu__time_duration.sum --csv --launch-skip "${G4_PENDING_SKIP:-4000}" \
+        --launch-count "${G4_PENDING_COUNT:-850}" --kill yes "$b/g4" bench --model /dev/shm/g4-12b --shape 12b \
+        --max-streams 1 --decode-only
+    python3 "$here/kernel_times.py" <"$out/ncu_kernels1.log" >"$out/kernels1.md" 2>&1
+    cat "$out/kernels1.md"
+}
 case $what in
 check)
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader || true
@@ -192,26 +201,18 @@ merge)
     PATH=$PATH:/usr/local/cuda/bin
     step kernels 120 env G4_GPU_TESTS=kernels sh "$here/run.sh" "$out/kernels"
     step engine 150 env G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/engine"
-    # G4_PENDING_BASE: a build of the commit before, timed on the same machine
-    # G4_PENDING_MERGE: the merge widths to time (0 narrow, 1 wide, auto by rows, base: G4_PENDING_BASE)
+    # G4_PENDING_MERGE: the merge widths to time (0 narrow, 1 wide, auto by rows, base: the build in
+    # G4_PENDING_BASE, of the commit before, timed on the same machine; skipped where that is unset)
     for w in ${G4_PENDING_MERGE:-0 1 base}; do
-        a="$b/bench/bench_cuda_attention"
-        [ $w = base ] && { [ -n "${G4_PENDING_BASE:-}" ] || continue; a="$G4_PENDING_BASE/bench/bench_cuda_attention"; }
-        step "attention_$w" 60 env G4_CUDA_MERGE_WIDE=$w "$a"
+        d=$b
+        [ "$w" = base ] && { [ -n "${G4_PENDING_BASE:-}" ] || continue; d=$G4_PENDING_BASE; }
+        step "attention_$w" 60 env G4_CUDA_MERGE_WIDE=$w "$d/bench/bench_cuda_attention"
         note "$(grep -E '^\| (sliding|full) \| (1|16|64) \| 1024 \| 1 \|' "$out/attention_$w.log")"
-    done
-    for w in ${G4_PENDING_MERGE:-0 1 base}; do
-        g="$b/g4"
-        [ $w = base ] && { [ -n "${G4_PENDING_BASE:-}" ] || continue; g="$G4_PENDING_BASE/g4"; }
-        step "decode_$w" 150 env G4_CUDA_MERGE_WIDE=$w "$g" bench --model /dev/shm/g4-12b --shape 12b --max-streams 64 \
-            --decode-only
+        step "decode_$w" 150 env G4_CUDA_MERGE_WIDE=$w "$d/g4" bench --model /dev/shm/g4-12b --shape 12b \
+            --max-streams 64 --decode-only
         note "$(grep -E '^\| 1 row \|' "$out/decode_$w.log")"
     done
-    step ncu_kernels1 150 ncu --metrics gpu__time_duration.sum --csv --launch-skip "${G4_PENDING_SKIP:-4000}" \
-        --launch-count "${G4_PENDING_COUNT:-850}" --kill yes "$b/g4" bench --model /dev/shm/g4-12b --shape 12b \
-        --max-streams 1 --decode-only
-    python3 "$here/kernel_times.py" <"$out/ncu_kernels1.log" >"$out/kernels1.md" 2>&1
-    head -n 30 "$out/kernels1.md"
+    kernels1
     ;;
 rings)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
@@ -224,14 +225,7 @@ rings)
     ;;
 kernels1)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
-    PATH=$PATH:/usr/local/cuda/bin
-    # every kernel of about two graphed one-stream decode steps at context 1k (after the prompt and the
-    # first steps), each timed alone by ncu; G4_PENDING_SKIP / _COUNT move the window
-    step ncu_kernels1 300 ncu --metrics gpu__time_duration.sum --csv --launch-skip "${G4_PENDING_SKIP:-4000}" \
-        --launch-count "${G4_PENDING_COUNT:-850}" --kill yes "$b/g4" bench --model /dev/shm/g4-12b --shape 12b \
-        --max-streams 1 --decode-only
-    python3 "$here/kernel_times.py" <"$out/ncu_kernels1.log" >"$out/kernels1.md" 2>&1
-    cat "$out/kernels1.md"
+    kernels1
     ;;
 *)
     echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|rows|prompt|decode|next|merge|rings|kernels1 [OUT_DIR]" >&2
