@@ -232,7 +232,7 @@ __device__ __forceinline__ void st_body(const CUtensorMap *map_x, const CUtensor
     if (nseg > 1) seg_finish(Y, H, partial, bias, M, N, nseg, 0, n0, M, S::BN, &counters[blockIdx.x], last);
     // the CTA that completed this column tile: the tail's arrival (the stages' memory is free by then)
     if (tail.kind != KERN_TAIL_NONE && (nseg == 1 || *last))
-        gemm_tail_run(tail, Y, M, N, n0, S::BN, reinterpret_cast<float *>(sm));
+        gemm_tail_run(tail, Y, M, N, n0, S::BN, reinterpret_cast<float *>(sm), P::S::SMEM - 1024);
 }
 
 template <int MT, int NW, int NC>
