@@ -240,8 +240,7 @@ static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const fl
     case 6:
     case 7:
     case 8:
-    case 9:
-    case 10: kern_gemm_skinny_tma(v, x, w, bias, y, h, M, N, K, nseg, ws, tail, s); break;
+    case 9: kern_gemm_skinny_tma(v, x, w, bias, y, h, M, N, K, nseg, ws, tail, s); break;
     case 1: launch_rows<4, 4, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
     case 2: launch_rows<8, 4, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
     case 3: launch_rows<4, 5, true>(x, w, bias, y, h, M, N, K, nseg, ws, s); break;
@@ -255,11 +254,12 @@ static void skinny_variant(int v, const uint16_t *x, const uint16_t *w, const fl
 // the cp.async shapes' choice at 2 to 64 rows on every 12B product (gate|up at 16 rows 81.1 µs against 93.9, at
 // 64 rows 91.4 against 139.9; the head at 16 rows 676 against 727) and at one row on most (gate|up 80.5
 // against 86.7, q|k|v sliding 24.9 against 28.3; q|k|v full 30.1 against 27.9 and o sliding 14.1 against 13.5
-// the exceptions), and 8 consumer warps (variant 7) lost to it nearly everywhere. G4_CUDA_SKINNY_VARIANT=1..10
+// the exceptions), and 8 consumer warps (variant 7) lost to it nearly everywhere. G4_CUDA_SKINNY_VARIANT=1..9
 // forces a shape everywhere, "mma" takes the cp.async shapes by rows (skinny_variant's choice), and
-// G4_CUDA_SKINNY_WIDE=1..10 the shape from 33 rows (where a block holds 64 activation rows; variants 8 and 9
-// lost there, version 13.3; 10, two rings, is written for it): tuning knobs, as every shape gives the same bits
-// (test_cuda_kernels).
+// G4_CUDA_SKINNY_WIDE=1..9 the shape from 33 rows (where a block holds 64 activation rows; variants 8 and 9
+// lost there, version 13.3, and so did variant 6 with separate weight and activation rings, the weights 8
+// stages ahead: every 64-row product slower, version 13.5, removed): tuning knobs, as every shape gives the
+// same bits (test_cuda_kernels).
 static int skinny_default(int M)
 {
     static int v = -1, wide = -1;

@@ -1,6 +1,5 @@
 // gemm_skinny_tma — the decode product (M <= 64 rows) with its weights streamed by tensor copies: variants 6
-// (4 consumer warps of 8 columns), 7 (8 of 8), 8 (4 of 16), 9 (4 of 32) and 10 (6 with two rings) of
-// kern_gemm_skinny_variant. y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16
+// (4 consumer warps of 8 columns), 7 (8 of 8), 8 (4 of 16) and 9 (4 of 32) of kern_gemm_skinny_variant. y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16
 // (+ bias), or h = GeGLU of it, the contract of gemm_skinny.cu.
 //
 // Why: decode is bound by reading the weights once per step, and gemm_skinny.cu's blocks stream them by
@@ -43,173 +42,58 @@ template <int MT, int NW, int NC> struct st_shape {
     static constexpr int THREADS = 32 * NW + 32;       // + the producer warp
 };
 
-// One stage of a consumer warp: its NC column tiles' chains over the stage's k (k0 .. k0 + 63, up to the
-// segment's end kend), activations at a, weights at b (both 128-byte swizzled boxes).
-template <int MT, int NC>
-__device__ __forceinline__ void st_mma_stage(float (&acc)[MT][NC][4], const unsigned char *a, const unsigned char *b,
-                                             int warp, int lane, int k0, int kend)
-{
-#pragma unroll
-    for (int kk = 0; kk < ST_BK; kk += 32) {
-        if (k0 + kk >= kend) break;
-        bool second = k0 + kk + 16 < kend; // the segment's last 16 may end mid-step
-        uint32_t bf[NC][4];
-        // B: column tile nj of this warp's, k kk..kk+31: matrices (k+0..7, 8..15, 16..23, 24..31)
-#pragma unroll
-        for (int nj = 0; nj < NC; nj++)
-            ldmatrix_x4(bf[nj], b + tma_swizzled((warp * NC + nj) * 8 + (lane & 7), kk / 8 + (lane >> 3)));
-#pragma unroll
-        for (int mi = 0; mi < MT; mi++) {
-            uint32_t r0[4], r1[4];
-            ldmatrix_x4(r0, a + tma_swizzled(mi * 16 + (lane & 15), kk / 8 + (lane >> 4)));
-#pragma unroll
-            for (int nj = 0; nj < NC; nj++) {
-                uint32_t b0[2] = {bf[nj][0], bf[nj][1]};
-                mma_bf16_16816(acc[mi][nj], r0, b0);
-            }
-            if (second) {
-                ldmatrix_x4(r1, a + tma_swizzled(mi * 16 + (lane & 15), (kk + 16) / 8 + (lane >> 4)));
-#pragma unroll
-                for (int nj = 0; nj < NC; nj++) {
-                    uint32_t b1[2] = {bf[nj][2], bf[nj][3]};
-                    mma_bf16_16816(acc[mi][nj], r1, b1);
-                }
-            }
-        }
-    }
-}
-
-// A consumer warp's finished chains: the rule's epilogue (segments.cuh).
-template <int MT, int NC>
-__device__ __forceinline__ void st_store(float (&acc)[MT][NC][4], float *Y, uint16_t *H, float *partial,
-                                         const float *bias, int M, int N, int nseg, int seg, int n0, int warp, int lane)
-{
-    int g = lane >> 2, t = lane & 3;
-#pragma unroll
-    for (int mi = 0; mi < MT; mi++)
-#pragma unroll
-        for (int nj = 0; nj < NC; nj++)
-#pragma unroll
-            for (int h = 0; h < 2; h++)
-                seg_store2(Y, H, partial, bias, M, N, nseg, seg, mi * 16 + g + 8 * h, n0 + (warp * NC + nj) * 8 + 2 * t,
-                           acc[mi][nj][2 * h], acc[mi][nj][2 * h + 1]);
-}
-
-// The pipelines. Each points at its mbarriers (the kernel's shared arrays) and gives: init (thread 0, before a
-// __syncthreads), produce (the producer lane), and for consumer stage kt, wait (the stage's activation and
-// weight boxes once they are in) and release (lane 0 of each consumer warp, once the warp has read them).
-//
-// One ring (variants 6-9): stage kt of the segment into slot kt % STAGES, both boxes on one "full" barrier,
-// once the consumers have handed the slot back. The first stages' weights are asked for before the previous
+// The producer (one lane): stage kt of the segment into slot kt % STAGES once its consumers have handed the
+// slot back. The first `early` stages' weights (kern_early_weight_stages) are asked for before the previous
 // kernel is done (no kernel writes weights; see kern_dep_wait), their activations after it.
-template <int MT, int NW, int NC> struct st_one_ring {
+template <int MT, int NW, int NC>
+__device__ __forceinline__ void st_produce(const CUtensorMap *map_x, const CUtensorMap *map_w, unsigned char *sm,
+                                           uint64_t *full, uint64_t *empty, int n0, int kbeg, int KT, int early)
+{
     typedef st_shape<MT, NW, NC> S;
-    uint64_t *full, *empty; // [STAGES] each
-    __device__ __forceinline__ void init() { tma_pipe_init(full, empty, S::STAGES, NW); }
-    __device__ __forceinline__ void produce(const CUtensorMap *map_x, const CUtensorMap *map_w, unsigned char *sm,
-                                            int n0, int kbeg, int KT)
-    {
-        const int first = KT < S::STAGES ? KT : S::STAGES;
-        for (int kt = 0; kt < first; kt++) {
-            mbar_arrive_expect(&full[kt], S::STAGE);
-            tma_load_2d(sm + kt * S::STAGE + S::A_BYTES, map_w, kbeg + kt * ST_BK, n0, &full[kt]);
-        }
-        kern_dep_wait();
-        for (int kt = 0; kt < first; kt++) tma_load_2d(sm + kt * S::STAGE, map_x, kbeg + kt * ST_BK, 0, &full[kt]);
-        for (int kt = first; kt < KT; kt++) {
-            int s = kt % S::STAGES;
-            mbar_wait(&empty[s], (unsigned)(kt / S::STAGES - 1) & 1u);
-            mbar_arrive_expect(&full[s], S::STAGE);
-            tma_load_2d(sm + s * S::STAGE, map_x, kbeg + kt * ST_BK, 0, &full[s]);
-            tma_load_2d(sm + s * S::STAGE + S::A_BYTES, map_w, kbeg + kt * ST_BK, n0, &full[s]);
-        }
+    const int first = KT < S::STAGES ? KT : S::STAGES, pre = early < first ? early : first;
+    for (int kt = 0; kt < pre; kt++) {
+        mbar_arrive_expect(&full[kt], S::STAGE);
+        tma_load_2d(sm + kt * S::STAGE + S::A_BYTES, map_w, kbeg + kt * ST_BK, n0, &full[kt]);
     }
-    __device__ __forceinline__ void wait(int kt, const unsigned char *sm, const unsigned char **a, const unsigned char **b)
-    {
-        const int s = kt % S::STAGES;
-        *a = sm + s * S::STAGE, *b = *a + S::A_BYTES;
-        mbar_wait(&full[s], (unsigned)(kt / S::STAGES) & 1u);
+    kern_dep_wait();
+    for (int kt = 0; kt < pre; kt++) tma_load_2d(sm + kt * S::STAGE, map_x, kbeg + kt * ST_BK, 0, &full[kt]);
+    for (int kt = pre; kt < first; kt++) {
+        mbar_arrive_expect(&full[kt], S::STAGE);
+        tma_load_2d(sm + kt * S::STAGE, map_x, kbeg + kt * ST_BK, 0, &full[kt]);
+        tma_load_2d(sm + kt * S::STAGE + S::A_BYTES, map_w, kbeg + kt * ST_BK, n0, &full[kt]);
     }
-    __device__ __forceinline__ void release(int kt) { mbar_arrive(&empty[kt % S::STAGES]); }
-};
+    for (int kt = first; kt < KT; kt++) {
+        int s = kt % S::STAGES;
+        mbar_wait(&empty[s], (unsigned)(kt / S::STAGES - 1) & 1u);
+        mbar_arrive_expect(&full[s], S::STAGE);
+        tma_load_2d(sm + s * S::STAGE, map_x, kbeg + kt * ST_BK, 0, &full[s]);
+        tma_load_2d(sm + s * S::STAGE + S::A_BYTES, map_w, kbeg + kt * ST_BK, n0, &full[s]);
+    }
+}
 
-// Two rings (variant 10): WSLOTS weight slots and ASLOTS activation slots (st2_shape). At 64 rows a stage of
-// one ring holds twice the activation bytes of weight bytes, so its 4 stages a block (48 KiB) keep 16 KiB of
-// weights in flight where one row's 8 keep 32 KiB; here the weights run 8 stages ahead from DRAM beside 2
-// activation slots, which come from L2. Stage k's two slots are freed by the same event (the consumers done
-// with stage k - ASLOTS frees activation slot k % ASLOTS and weight slot (k - ASLOTS) % WSLOTS, which stage
-// k - ASLOTS + WSLOTS takes), so one "empty" barrier per activation slot paces both.
-template <int MT, int NW, int NC> struct st2_shape {
-    static constexpr int ROWS = 16 * MT, BN = 8 * NW * NC;
-    static constexpr int A_BYTES = ROWS * 128, W_BYTES = BN * 128, WSLOTS = 8;
-    static constexpr int ASLOTS = 16384 / A_BYTES > 4 ? 4 : 16384 / A_BYTES < 2 ? 2 : 16384 / A_BYTES;
-    static constexpr int SMEM = WSLOTS * W_BYTES + ASLOTS * A_BYTES + 1024; // + 1024: the base rounded up
-    static_assert(WSLOTS >= ASLOTS, "weights run at least as far ahead as activations");
-};
-
-template <int MT, int NW, int NC> struct st_two_rings {
-    typedef st2_shape<MT, NW, NC> S;
-    uint64_t *full_w, *full_a, *empty_a; // [WSLOTS], [ASLOTS], [ASLOTS]
-    __device__ __forceinline__ void init()
-    {
-        if (threadIdx.x == 0)
-            for (int i = 0; i < S::WSLOTS; i++) mbar_init(&full_w[i], 1);
-        tma_pipe_init(full_a, empty_a, S::ASLOTS, NW); // thread 0, then the fence for all of them
-    }
-    __device__ __forceinline__ void produce(const CUtensorMap *map_x, const CUtensorMap *map_w, unsigned char *sm,
-                                            int n0, int kbeg, int KT)
-    {
-        unsigned char *wsl = sm, *asl = sm + S::WSLOTS * S::W_BYTES;
-        const int first = KT < S::WSLOTS ? KT : S::WSLOTS;
-        for (int k = 0; k < first; k++) { // weights before the previous kernel is done
-            mbar_arrive_expect(&full_w[k], S::W_BYTES);
-            tma_load_2d(wsl + k * S::W_BYTES, map_w, kbeg + k * ST_BK, n0, &full_w[k]);
-        }
-        kern_dep_wait();
-        for (int k = 0; k < KT; k++) {
-            const int a = k % S::ASLOTS;
-            if (k >= S::ASLOTS) {
-                mbar_wait(&empty_a[a], (unsigned)(k / S::ASLOTS - 1) & 1u); // stage k - ASLOTS is done
-                const int kw = k - S::ASLOTS + S::WSLOTS, ws = kw % S::WSLOTS;
-                if (kw < KT) {
-                    mbar_arrive_expect(&full_w[ws], S::W_BYTES);
-                    tma_load_2d(wsl + ws * S::W_BYTES, map_w, kbeg + kw * ST_BK, n0, &full_w[ws]);
-                }
-            }
-            mbar_arrive_expect(&full_a[a], S::A_BYTES);
-            tma_load_2d(asl + a * S::A_BYTES, map_x, kbeg + k * ST_BK, 0, &full_a[a]);
-        }
-    }
-    __device__ __forceinline__ void wait(int kt, const unsigned char *sm, const unsigned char **a, const unsigned char **b)
-    {
-        const int as = kt % S::ASLOTS, ws = kt % S::WSLOTS;
-        *a = sm + S::WSLOTS * S::W_BYTES + as * S::A_BYTES, *b = sm + ws * S::W_BYTES;
-        mbar_wait(&full_a[as], (unsigned)(kt / S::ASLOTS) & 1u);
-        mbar_wait(&full_w[ws], (unsigned)(kt / S::WSLOTS) & 1u);
-    }
-    __device__ __forceinline__ void release(int kt) { mbar_arrive(&empty_a[kt % S::ASLOTS]); }
-};
-
-// The kernel of every variant 6-10 over its pipeline P.
-template <int MT, int NW, int NC, class P>
-__device__ __forceinline__ void st_body(const CUtensorMap *map_x, const CUtensorMap *map_w, const float *bias, float *Y,
-                                        uint16_t *H, int M, int N, int K, int nseg, float *partial, int *counters,
-                                        const struct kern_tail &tail, P &pipe, int *last)
+template <int MT, int NW, int NC>
+__global__ void __launch_bounds__(st_shape<MT, NW, NC>::THREADS)
+    gemm_skinny_tma_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
+                           const float *__restrict__ bias, float *__restrict__ Y, uint16_t *__restrict__ H, int M,
+                           int N, int K, int nseg, float *partial, int *counters, const struct kern_tail tail,
+                           int early)
 {
     typedef st_shape<MT, NW, NC> S;
     kern_dep_launch();
     extern __shared__ __align__(1024) unsigned char smem_raw[];
+    __shared__ uint64_t full[S::STAGES], empty[S::STAGES];
+    __shared__ int last;
     unsigned char *sm = smem_raw + ((1024 - (smem_u32(smem_raw) & 1023)) & 1023);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, n0 = blockIdx.x * S::BN, seg = blockIdx.y;
     const int L = K / nseg, kbeg = seg * L, kend = kbeg + L, KT = (L + ST_BK - 1) / ST_BK;
-    pipe.init();
+    tma_pipe_init(full, empty, S::STAGES, NW);
     __syncthreads();
 
     if (warp == NW) {
         if (lane == 0) {
-            tma_prefetch_map(map_x);
-            tma_prefetch_map(map_w);
-            pipe.produce(map_x, map_w, sm, n0, kbeg, KT);
+            tma_prefetch_map(&map_x);
+            tma_prefetch_map(&map_w);
+            st_produce<MT, NW, NC>(&map_x, &map_w, sm, full, empty, n0, kbeg, KT, early);
         }
         __syncwarp();
         kern_dep_wait(); // the other lanes too, before seg_finish reads the scratch
@@ -221,59 +105,65 @@ __device__ __forceinline__ void st_body(const CUtensorMap *map_x, const CUtensor
 #pragma unroll
             for (int j = 0; j < NC; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
         for (int kt = 0; kt < KT; kt++) {
-            const unsigned char *a, *b;
-            pipe.wait(kt, sm, &a, &b);
-            st_mma_stage<MT, NC>(acc, a, b, warp, lane, kbeg + kt * ST_BK, kend);
-            __syncwarp(); // the warp's reads of the slots are done
-            if (lane == 0) pipe.release(kt);
+            const int s = kt % S::STAGES, k0 = kbeg + kt * ST_BK;
+            const unsigned char *a = sm + s * S::STAGE, *b = a + S::A_BYTES;
+            mbar_wait(&full[s], (unsigned)(kt / S::STAGES) & 1u);
+#pragma unroll
+            for (int kk = 0; kk < ST_BK; kk += 32) {
+                if (k0 + kk >= kend) break;
+                bool second = k0 + kk + 16 < kend; // the segment's last 16 may end mid-step
+                uint32_t bf[NC][4];
+                // B: column tile nj of this warp's, k kk..kk+31: matrices (k+0..7, 8..15, 16..23, 24..31)
+#pragma unroll
+                for (int nj = 0; nj < NC; nj++)
+                    ldmatrix_x4(bf[nj], b + tma_swizzled((warp * NC + nj) * 8 + (lane & 7), kk / 8 + (lane >> 3)));
+#pragma unroll
+                for (int mi = 0; mi < MT; mi++) {
+                    uint32_t r0[4], r1[4];
+                    ldmatrix_x4(r0, a + tma_swizzled(mi * 16 + (lane & 15), kk / 8 + (lane >> 4)));
+#pragma unroll
+                    for (int nj = 0; nj < NC; nj++) {
+                        uint32_t b0[2] = {bf[nj][0], bf[nj][1]};
+                        mma_bf16_16816(acc[mi][nj], r0, b0);
+                    }
+                    if (second) {
+                        ldmatrix_x4(r1, a + tma_swizzled(mi * 16 + (lane & 15), (kk + 16) / 8 + (lane >> 4)));
+#pragma unroll
+                        for (int nj = 0; nj < NC; nj++) {
+                            uint32_t b1[2] = {bf[nj][2], bf[nj][3]};
+                            mma_bf16_16816(acc[mi][nj], r1, b1);
+                        }
+                    }
+                }
+            }
+            __syncwarp(); // the warp's reads of the slot are done
+            if (lane == 0) mbar_arrive(&empty[s]);
         }
-        st_store<MT, NC>(acc, Y, H, partial, bias, M, N, nseg, seg, n0, warp, lane);
+        int g = lane >> 2, t = lane & 3;
+#pragma unroll
+        for (int mi = 0; mi < MT; mi++)
+#pragma unroll
+            for (int nj = 0; nj < NC; nj++)
+#pragma unroll
+                for (int h = 0; h < 2; h++)
+                    seg_store2(Y, H, partial, bias, M, N, nseg, seg, mi * 16 + g + 8 * h,
+                               n0 + (warp * NC + nj) * 8 + 2 * t, acc[mi][nj][2 * h], acc[mi][nj][2 * h + 1]);
     }
-    if (nseg > 1) seg_finish(Y, H, partial, bias, M, N, nseg, 0, n0, M, S::BN, &counters[blockIdx.x], last);
+    if (nseg > 1) seg_finish(Y, H, partial, bias, M, N, nseg, 0, n0, M, S::BN, &counters[blockIdx.x], &last);
     // the CTA that completed this column tile: the tail's arrival (the stages' memory is free by then)
-    if (tail.kind != KERN_TAIL_NONE && (nseg == 1 || *last))
-        gemm_tail_run(tail, Y, M, N, n0, S::BN, reinterpret_cast<float *>(sm), P::S::SMEM - 1024);
+    if (tail.kind != KERN_TAIL_NONE && (nseg == 1 || last))
+        gemm_tail_run(tail, Y, M, N, n0, S::BN, reinterpret_cast<float *>(sm));
 }
 
 template <int MT, int NW, int NC>
-__global__ void __launch_bounds__(st_shape<MT, NW, NC>::THREADS)
-    gemm_skinny_tma_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
-                           const float *__restrict__ bias, float *__restrict__ Y, uint16_t *__restrict__ H, int M,
-                           int N, int K, int nseg, float *partial, int *counters, const struct kern_tail tail)
-{
-    typedef st_shape<MT, NW, NC> S;
-    __shared__ uint64_t full[S::STAGES], empty[S::STAGES];
-    __shared__ int last;
-    st_one_ring<MT, NW, NC> pipe = {full, empty};
-    st_body<MT, NW, NC>(&map_x, &map_w, bias, Y, H, M, N, K, nseg, partial, counters, tail, pipe, &last);
-}
-
-template <int MT, int NW, int NC>
-__global__ void __launch_bounds__(st_shape<MT, NW, NC>::THREADS)
-    gemm_skinny_tma2_kernel(const __grid_constant__ CUtensorMap map_x, const __grid_constant__ CUtensorMap map_w,
-                            const float *__restrict__ bias, float *__restrict__ Y, uint16_t *__restrict__ H, int M,
-                            int N, int K, int nseg, float *partial, int *counters, const struct kern_tail tail)
-{
-    typedef st2_shape<MT, NW, NC> S;
-    __shared__ uint64_t full_w[S::WSLOTS], full_a[S::ASLOTS], empty_a[S::ASLOTS];
-    __shared__ int last;
-    st_two_rings<MT, NW, NC> pipe = {full_w, full_a, empty_a};
-    st_body<MT, NW, NC>(&map_x, &map_w, bias, Y, H, M, N, K, nseg, partial, counters, tail, pipe, &last);
-}
-
-template <int MT, int NW, int NC, bool TWO_RINGS>
 static void st_launch(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                       int K, int nseg, const struct kern_gemm_ws *ws, const struct kern_tail *tail, kern_stream s)
 {
     typedef st_shape<MT, NW, NC> S;
-    typedef st2_shape<MT, NW, NC> S2;
-    const int smem = TWO_RINGS ? S2::SMEM : S::SMEM;
-    decltype(&gemm_skinny_tma_kernel<MT, NW, NC>) kernel;
-    if constexpr (TWO_RINGS) kernel = gemm_skinny_tma2_kernel<MT, NW, NC>;
-    else kernel = gemm_skinny_tma_kernel<MT, NW, NC>;
     static bool configured = false;
     if (!configured) {
-        KERN_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        KERN_CHECK(cudaFuncSetAttribute(gemm_skinny_tma_kernel<MT, NW, NC>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        S::SMEM));
         configured = true;
     }
     CUtensorMap mx = tma_map_rows(x, M, K, S::ROWS, "kern_gemm_skinny_tma");
@@ -281,25 +171,26 @@ static void st_launch(const uint16_t *x, const uint16_t *w, const float *bias, f
     dim3 grid((N + S::BN - 1) / S::BN, nseg);
     struct kern_tail none;
     memset(&none, 0, sizeof none);
-    kern_launch(kernel, grid, dim3(S::THREADS), smem, s, mx, mw, bias, y, h, M, N, K, nseg,
-                nseg > 1 ? ws->partial : NULL, nseg > 1 ? ws->counters : NULL, tail ? *tail : none);
+    kern_launch(gemm_skinny_tma_kernel<MT, NW, NC>, grid, dim3(S::THREADS), S::SMEM, s, mx, mw, bias, y, h, M, N, K, nseg,
+                nseg > 1 ? ws->partial : NULL, nseg > 1 ? ws->counters : NULL, tail ? *tail : none,
+                kern_early_weight_stages());
     KERN_LAUNCHED();
 }
 
-template <int NW, int NC, bool TWO_RINGS = false>
+template <int NW, int NC>
 static void st_rows(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                     int K, int nseg, const struct kern_gemm_ws *ws, const struct kern_tail *tail, kern_stream s)
 {
-    if (M <= 16) st_launch<1, NW, NC, TWO_RINGS>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
-    else if (M <= 32) st_launch<2, NW, NC, TWO_RINGS>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
-    else st_launch<4, NW, NC, TWO_RINGS>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
+    if (M <= 16) st_launch<1, NW, NC>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
+    else if (M <= 32) st_launch<2, NW, NC>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
+    else st_launch<4, NW, NC>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
 }
 
-// Columns per block of each variant (6..10).
+// Columns per block of each variant (6..9).
 extern "C" int kern_gemm_skinny_tma_cols(int variant)
 {
-    static const int cols[5] = {32, 64, 64, 128, 32};
-    return variant >= 6 && variant <= 10 ? cols[variant - 6] : 0;
+    static const int cols[4] = {32, 64, 64, 128};
+    return variant >= 6 && variant <= 9 ? cols[variant - 6] : 0;
 }
 
 // Called by kern_gemm_skinny_variant (gemm_skinny.cu) with its arguments checked, M in 1..64, N > 0.
@@ -312,7 +203,6 @@ extern "C" void kern_gemm_skinny_tma(int variant, const uint16_t *x, const uint1
     case 7: st_rows<8, 1>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s); break;
     case 8: st_rows<4, 2>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s); break;
     case 9: st_rows<4, 4>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s); break;
-    case 10: st_rows<4, 1, true>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s); break;
-    default: fprintf(stderr, "g4: fatal: kern_gemm_skinny_tma: variant %d (6..10)\n", variant); abort();
+    default: fprintf(stderr, "g4: fatal: kern_gemm_skinny_tma: variant %d (6..9)\n", variant); abort();
     }
 }

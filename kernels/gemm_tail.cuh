@@ -15,11 +15,10 @@
 #include "norm_rows.cuh"
 #include "qkv_prep.cuh"
 
-// Every thread of the CTA calls it. free_smem: free_bytes (at least (blockDim.x / 32) * QP_MAX_D floats) of
-// shared memory the CTA no longer uses, 16-byte aligned; the residual stages its rows there where 3 N floats
-// fit (nr_residual_row_staged).
+// Every thread of the CTA calls it. free_smem: at least (blockDim.x / 32) * QP_MAX_D floats of shared memory
+// the CTA no longer uses.
 __device__ __forceinline__ void gemm_tail_run(const struct kern_tail &tl, const float *Y, int M, int N, int n0, int bn,
-                                              float *free_smem, int free_bytes)
+                                              float *free_smem)
 {
     __shared__ int go;
     __shared__ float scratch[NR_WARPS];
@@ -35,14 +34,8 @@ __device__ __forceinline__ void gemm_tail_run(const struct kern_tail &tl, const 
     if (!go) return;
     __threadfence();
     if (resid) {
-        const bool staged = 3 * (long)N * 4 <= free_bytes;
         for (int r = 0; r < M; r++)
-            if (staged)
-                nr_residual_row_staged(tl.x + (size_t)r * N, Y + (size_t)r * N, tl.w, tl.eps, tl.scalar, tl.w_next,
-                                       tl.w_next ? tl.xn16 + (size_t)r * N : NULL, N, scratch,
-                                       reinterpret_cast<float4 *>(free_smem));
-            else
-                nr_residual_row_block(tl.x + (size_t)r * N, Y + (size_t)r * N, tl.w, tl.eps, tl.scalar, tl.w_next,
+            nr_residual_row_block(tl.x + (size_t)r * N, Y + (size_t)r * N, tl.w, tl.eps, tl.scalar, tl.w_next,
                                   tl.w_next ? tl.xn16 + (size_t)r * N : NULL, N, scratch);
         return;
     }

@@ -45,6 +45,9 @@ enum { KERN_EARLY_ATTENTION = 1, KERN_EARLY_QKV_PREP = 2, KERN_EARLY_RESIDUAL = 
        KERN_EARLY_ATTN_AFTER_WAIT = 16 /* diagnostic: attention's early order, all after the wait */ };
 int kern_early_loads(int part);
 void kern_set_early_loads(int on);
+/* The decode product's weight stages asked for before kern_dep_wait, while the kernel before it finishes (its
+ * ring holds 4 to 8): G4_CUDA_EARLY_WEIGHTS, default 8 (all of them). A tuning knob: the same bits either way. */
+int kern_early_weight_stages(void);
 /* The attention merge's block width: 128 threads folding D / 128 dimensions each, or wide, one thread a
  * dimension (head dims over 128), for merges of up to KERN_MERGE_WIDE_ROWS rows: one stream's 12B step 9.72 ->
  * 9.63 ms, 4 streams 10.14 -> 10.10, where 16 streams went 11.93 -> 11.98 and 64 20.89 -> 20.98 (H100,
@@ -104,10 +107,9 @@ void kern_gemm_skinny(const uint16_t *x, const uint16_t *w, const float *bias, f
  * choice by M (a lighter shape where only that runs the grid in one wave), 1..KERN_SKINNY_VARIANTS-1 are
  * (warps, stages) = (4, 4), (8, 4), (4, 5), (8, 3), then (4, 4) with 16 shared activation rows even for M <= 8
  * (4 x 3, slower at every M, was dropped), then warps fed by tensor copies from a producer warp
- * (gemm_skinny_tma.cu): 4 and 8 warps of 8 columns, 4 warps of 16 and of 32, and 4 of 8 with separate weight
- * and activation rings (10: the weights 8 stages ahead at every row count). Every variant gives the same bits
+ * (gemm_skinny_tma.cu): 4 and 8 warps of 8 columns, 4 warps of 16 and of 32. Every variant gives the same bits
  * (tests/unit/test_cuda_kernels.c). */
-#define KERN_SKINNY_VARIANTS 11
+#define KERN_SKINNY_VARIANTS 10
 void kern_gemm_skinny_variant(int variant, const uint16_t *x, const uint16_t *w, const float *bias, float *y,
                               uint16_t *h, int M, int N, int K, const struct kern_gemm_ws *ws, kern_stream s);
 

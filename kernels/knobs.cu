@@ -31,6 +31,17 @@ extern "C" void kern_set_early_loads(int on)
     early_loads = on != 0;
 }
 
+// G4_CUDA_EARLY_WEIGHTS (kernels.h; default 8, every stage of the ring): read once.
+extern "C" int kern_early_weight_stages(void)
+{
+    static int stages = -1;
+    if (stages < 0) {
+        const char *v = getenv("G4_CUDA_EARLY_WEIGHTS");
+        stages = v && atoi(v) >= 0 ? atoi(v) : 8;
+    }
+    return stages;
+}
+
 // G4_CUDA_MERGE_WIDE (kernels.h; "0" never, "1" always, else by rows): read once, then kern_set_merge_wide
 // overrides it.
 static int merge_wide = -2;

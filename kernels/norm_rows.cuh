@@ -13,7 +13,6 @@
 #pragma once
 
 #include "common.cuh"
-#include "mma.cuh"
 
 #define NR_THREADS 512
 #define NR_VEC_MAX 4 // float4 pieces per virtual thread: rows up to 8192
@@ -126,67 +125,4 @@ __device__ __forceinline__ void nr_residual_row_block(float *x, const float *t, 
             if (q < nv) nr_store_bf16x4(xn16, q, nr_norm4(nr_ld4(x, q), scale2, nr_ld4(w_next, q)));
         }
     }
-}
-
-// The same update by a block that has at least 3 n floats of free shared memory at stage (16-byte aligned):
-// the product's tail. nr_residual_row_block's loops take one L2 round trip per virtual warp a real warp plays
-// (4 for 4 warps), three times over; here t, x and w come in by one burst of 16-byte asynchronous copies
-// through L2, the loops read shared memory, and w_next comes into t's place while the second sum is added.
-// The same order, so the same bits.
-__device__ __forceinline__ void nr_residual_row_staged(float *x, const float *t, const float *w, float eps,
-                                                       float scalar, const float *w_next, uint16_t *xn16, int n,
-                                                       float *scratch, float4 *stage)
-{
-    const int nv = n / 4, lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
-    float4 *ts = stage, *xs = stage + nv, *ws = stage + 2 * nv;
-    for (int q = threadIdx.x; q < nv; q += blockDim.x) {
-        cp_async16(&ts[q], t + 4 * q, true);
-        cp_async16(&xs[q], x + 4 * q, true);
-        cp_async16(&ws[q], w + 4 * q, true);
-    }
-    cp_async_commit();
-    cp_async_wait<0>();
-    __syncthreads();
-    for (int vw = warp; vw < NR_WARPS; vw += nw) { // the sum of squares of t
-        float ss = 0.0f;
-#pragma unroll
-        for (int j = 0; j < NR_VEC_MAX; j++) {
-            int q = 32 * vw + lane + NR_THREADS * j;
-            if (q < nv) ss = __fadd_rn(ss, nr_sq4(ts[q]));
-        }
-        ss = warp_sum(ss);
-        if (lane == 0) scratch[vw] = ss;
-    }
-    __syncthreads();
-    const float scale = nr_scale(nr_total(scratch), n, eps);
-    __syncthreads(); // every thread has read scratch
-    for (int vw = warp; vw < NR_WARPS; vw += nw) { // the new x (kept in xs too), and its sum of squares
-        float ss = 0.0f;
-#pragma unroll
-        for (int j = 0; j < NR_VEC_MAX; j++) {
-            int q = 32 * vw + lane + NR_THREADS * j;
-            if (q >= nv) continue;
-            float4 b = nr_resid4(xs[q], ts[q], scale, ws[q], scalar);
-            reinterpret_cast<float4 *>(x)[q] = b;
-            xs[q] = b;
-            ss = __fadd_rn(ss, nr_sq4(b));
-        }
-        ss = warp_sum(ss);
-        if (lane == 0) scratch[vw] = ss;
-    }
-    __syncthreads(); // scratch holds the sums; ts is read
-    if (!w_next) return;
-    for (int q = threadIdx.x; q < nv; q += blockDim.x) cp_async16(&ts[q], w_next + 4 * q, true);
-    cp_async_commit();
-    const float scale2 = nr_scale(nr_total(scratch), n, eps);
-    cp_async_wait<0>();
-    __syncthreads(); // w_next is in; scratch is free for the caller's next row
-    for (int vw = warp; vw < NR_WARPS; vw += nw) {
-#pragma unroll
-        for (int j = 0; j < NR_VEC_MAX; j++) {
-            int q = 32 * vw + lane + NR_THREADS * j;
-            if (q < nv) nr_store_bf16x4(xn16, q, nr_norm4(xs[q], scale2, ts[q]));
-        }
-    }
-    __syncthreads(); // the stage is free for the caller's next row
 }

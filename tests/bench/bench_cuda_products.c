@@ -61,7 +61,7 @@ int main(void)
     static const int ROWS[] = {1, 2, 4, 8, 16, 32, 64};
     double rate;
     if (!bench_cuda_open("bench_cuda_products", &rate)) return 0;
-    printf("| product | N | K | segments | rows | µs | GB/s of weights | %% of copy rate | µs, cp.async choice | 4x4 | 8x4 | 4x5 | 8x3 | 4x4, 16 rows | 4 warps by tensor copies | 8 warps by tensor copies | 4 warps of 16 columns | 4 warps of 32 columns | two rings | wgmma (prompt kernel) |\n");
+    printf("| product | N | K | segments | rows | µs | GB/s of weights | %% of copy rate | µs, cp.async choice | 4x4 | 8x4 | 4x5 | 8x3 | 4x4, 16 rows | 4 warps by tensor copies | 8 warps by tensor copies | 4 warps of 16 columns | 4 warps of 32 columns | wgmma (prompt kernel) |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     cudaStream_t s;
     BENCH_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));

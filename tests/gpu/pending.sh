@@ -41,15 +41,12 @@
 #       (G4_CUDA_MERGE_WIDE): the kernel tests, the engine test (which flips the wide merge) and memcheck,
 #       bench_cuda_attention and the whole 12B's decode (1-64 streams) with the merge 128 and D threads wide
 #       and on G4_PENDING_BASE (a build of the commit before, if set), then kernels1's table.
-#   sh tests/gpu/pending.sh rings [OUT_DIR]
-#       the decode product with two rings (variant 10, gemm_skinny_tma.cu): the kernel tests (its bits at every
-#       shape and row count), the products table, and the whole 12B's decode with the defaults and with it
-#       from 33 rows.
 #   sh tests/gpu/pending.sh tail [OUT_DIR]
-#       the residual update in the o and down products' last CTA, staged through shared memory
-#       (nr_residual_row_staged): the kernel tests, the engine test and memcheck with the tail up to 4 rows,
+#       settings of the decode step (by default the residual update in the o and down products' last CTA,
+#       kernels.h, "product tails"): the kernel tests, the engine test and memcheck with one setting
+#       (G4_PENDING_ENGINE; default the tail up to 4 rows),
 #       the products table, and the 12B's decode by setting (G4_PENDING_DECODE; default, to 4 streams: the
-#       defaults, the tail at 1 and at 4 rows, the defaults again; to 64: the defaults, two rings from 33 rows).
+#       defaults, the tail at 1 and at 4 rows, the defaults again; to 64: the defaults).
 #   sh tests/gpu/pending.sh kernels1 [OUT_DIR]
 #       every kernel of about two graphed one-stream decode steps, each timed alone by ncu, as a table by
 #       kernel (tests/gpu/kernel_times.py): which of the ~400 launches a step are far from their bytes' time.
@@ -220,26 +217,17 @@ merge)
     done
     kernels1
     ;;
-rings)
-    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
-    step kernels 60 env G4_GPU_TESTS=kernels sh "$here/run.sh" "$out/kernels"
-    step products 100 "$b/bench/bench_cuda_products"
-    note "$(grep -E '^\| [a-z|() ]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| (1|16|64) \|' "$out/products.log")"
-    step decode_default 120 "$b/g4" bench --model /dev/shm/g4-12b --shape 12b --max-streams 64 --decode-only
-    note "$(grep -E '^\| 1 row \|' "$out/decode_default.log")"
-    step decode_rings 120 env G4_CUDA_SKINNY_WIDE=10 "$b/g4" bench --model /dev/shm/g4-12b --shape 12b \
-        --max-streams 64 --decode-only
-    note "$(grep -E '^\| 1 row \|' "$out/decode_rings.log")"
-    ;;
 tail)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     step kernels 60 env G4_GPU_TESTS=kernels sh "$here/run.sh" "$out/kernels"
-    step engine_tail 120 env G4_CUDA_TAIL_ROWS_RESIDUAL=4 G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/engine"
+    # G4_PENDING_ENGINE: the setting the engine test and memcheck run with (commas join its variables)
+    step engine_setting 120 env $(echo "${G4_PENDING_ENGINE:-G4_CUDA_TAIL_ROWS_RESIDUAL=4}" | tr , ' ') \
+        G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/engine"
     step products 100 "$b/bench/bench_cuda_products"
     note "$(grep -E '^\| [a-z|() ]+ \| [0-9]+ \| [0-9]+ \| [0-9]+ \| (1|64) \|' "$out/products.log")"
     # G4_PENDING_DECODE: the decode runs of the 12B, each "STREAMS:SETTING" (--max-streams STREAMS; the setting's
     # variables joined by commas, "-" for the defaults)
-    for r in ${G4_PENDING_DECODE:-4:- 4:G4_CUDA_TAIL_ROWS_RESIDUAL=1 4:G4_CUDA_TAIL_ROWS_RESIDUAL=4 4:- 64:- 64:G4_CUDA_SKINNY_WIDE=10}; do
+    for r in ${G4_PENDING_DECODE:-4:- 4:G4_CUDA_TAIL_ROWS_RESIDUAL=1 4:G4_CUDA_TAIL_ROWS_RESIDUAL=4 4:- 64:-}; do
         streams=${r%%:*} s=${r#*:}
         n=decode${streams}_$(echo "$s" | tr -c 'A-Za-z0-9_\n' _)
         step "$n" 160 env $(echo "$s" | tr , ' ' | sed 's/^-$//') "$b/g4" bench --model /dev/shm/g4-12b --shape 12b \
@@ -252,7 +240,7 @@ kernels1)
     kernels1
     ;;
 *)
-    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|rows|prompt|decode|next|merge|rings|tail|kernels1 [OUT_DIR]" >&2
+    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|rows|prompt|decode|next|merge|tail|kernels1 [OUT_DIR]" >&2
     exit 2
     ;;
 esac
