@@ -187,18 +187,6 @@ __device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16
     }
 }
 
-// This CTA's share of an L2 prefetch of [p, p + bytes) (kern_attention): 64 KiB pieces dealt out over the
-// `count` CTAs that take part, each asked for by one bulk prefetch from thread 0. A hint: nothing waits for it.
-__device__ __forceinline__ void l2_prefetch_share(const char *p, size_t bytes, int index, int count)
-{
-    const size_t piece = 65536;
-    if (threadIdx.x != 0) return;
-    for (size_t off = (size_t)index * piece; off < bytes; off += (size_t)count * piece) {
-        unsigned n = (unsigned)(bytes - off < piece ? bytes - off : piece);
-        asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p + off), "r"(n) : "memory");
-    }
-}
-
 // One key and one value buffer: two blocks of 8 warps per multiprocessor (128 registers, spilling) and two
 // pairs in flight (prompt passes, version 13.1), or two pairs in 4-warp decode blocks (version 13.2: 64 streams
 // 207 -> 315 µs a sliding layer, one block per multiprocessor) gained nothing.
@@ -208,7 +196,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     const uint16_t *__restrict__ cache_k, const uint16_t *__restrict__ cache_v, const struct kern_row *__restrict__ meta,
     const struct kern_tile *__restrict__ tiles, const int *__restrict__ n_tiles, int n_heads, int n_kv, int cap,
     int is_full, int window, int mask_all, float *__restrict__ part_acc, float *__restrict__ part_ml,
-    uint16_t *__restrict__ out, int early, const char *l2_prefetch, size_t l2_prefetch_bytes)
+    uint16_t *__restrict__ out, int early)
 {
     kern_dep_launch();
     // a graph's grid covers every tile its rows could form; blocks past the pass's own return before waiting
@@ -299,9 +287,6 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
             load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], LOAD_FRESH);
         }
     }
-    if (l2_prefetch) // the live CTAs (the pass's tiles), in (tile, kv head, partial group) order
-        l2_prefetch_share(l2_prefetch, l2_prefetch_bytes, ti + *n_tiles * (kvh + n_kv * (int)blockIdx.z),
-                          *n_tiles * n_kv * (int)gridDim.z);
     // queries of the block's slots: slot s = (row s / G of the tile, head kvh * G + s % G)
     for (int i = threadIdx.x; i < S::NSLOT * (D / 8); i += blockDim.x) {
         int s = i / (D / 8), c = (i % (D / 8)) * 8;
@@ -592,8 +577,7 @@ template <int D, int W>
 static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
-                   int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out, const void *pf,
-                   size_t pf_bytes, kern_stream s)
+                   int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
 {
     typedef attn_shape<D, W> S;
     static bool configured = false;
@@ -604,8 +588,7 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
     }
     kern_launch(attention_kernel<D, W>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new, cache_k,
                 cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml, out,
-                kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0,
-                static_cast<const char *>(pf), pf ? pf_bytes : 0);
+                kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0);
     KERN_LAUNCHED();
 }
 
@@ -620,14 +603,9 @@ extern "C" int kern_attention(const uint16_t *q, const uint16_t *k_new, const ui
                               const uint16_t *cache_k, const uint16_t *cache_v, const struct kern_row *rows_meta,
                               const struct kern_tile *tiles, const int *n_tiles, int max_tiles, int split_tiles,
                               int rows, int n_heads, int n_kv, int D, int cap, int is_full, int window, int mask_all,
-                              int decode, float *part_acc, float *part_ml, uint16_t *out, const void *l2_prefetch,
-                              size_t l2_prefetch_bytes, kern_stream s)
+                              int decode, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
 {
     if (rows == 0 || max_tiles == 0) return 0;
-    if (l2_prefetch && l2_prefetch_bytes % 16) {
-        fprintf(stderr, "g4: fatal: kern_attention: an L2 prefetch of %zu bytes (a multiple of 16)\n", l2_prefetch_bytes);
-        abort();
-    }
     if (split_tiles < 1 || split_tiles > max_tiles) {
         fprintf(stderr, "g4: fatal: kern_attention: split by %d tiles of at most %d\n", split_tiles, max_tiles);
         abort();
@@ -641,12 +619,10 @@ extern "C" int kern_attention(const uint16_t *q, const uint16_t *k_new, const ui
     case d:                                                                                                        \
         if (decode)                                                                                                \
             launch<d, AW_DECODE>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, \
-                                 n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, l2_prefetch, \
-                                 l2_prefetch_bytes, s);                                                    \
+                                 n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);       \
         else                                                                                                       \
             launch<d, AW_PROMPT>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, \
-                                 n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, l2_prefetch, \
-                                 l2_prefetch_bytes, s);                                                    \
+                                 n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);       \
         break
     switch (D) {
         CASE(16);

@@ -48,10 +48,6 @@ void kern_set_early_loads(int on);
 /* The decode product's weight stages asked for before kern_dep_wait, while the kernel before it finishes (its
  * ring holds 4 to 8): G4_CUDA_EARLY_WEIGHTS, default 8 (all of them). A tuning knob: the same bits either way. */
 int kern_early_weight_stages(void);
-/* The decode passes of up to G4_CUDA_L2_PREFETCH_ROWS rows (default 0: none) have their attention ask the o
- * product's weights into L2, up to G4_CUDA_L2_PREFETCH_MB (default 32) MiB of them (kern_attention); a
- * tuning knob: the same bits either way. Returns the byte budget for a pass of `rows` rows (0: none). */
-size_t kern_l2_prefetch_bytes(int rows);
 /* The attention merge's block width: 128 threads folding D / 128 dimensions each, or wide, one thread a
  * dimension (head dims over 128), for merges of up to KERN_MERGE_WIDE_ROWS rows: one stream's 12B step 9.72 ->
  * 9.63 ms, 4 streams 10.14 -> 10.10, where 16 streams went 11.93 -> 11.98 and 64 20.89 -> 20.98 (H100,
@@ -230,15 +226,12 @@ int kern_attention_tile_rows(int D, int group, int decode);
  * (kern_attention_groups), also where the grid covers max_tiles for a graph. is_full/window/mask_all select the mask
  * (engine.h). Writes out (rows, Q*D) bf16 and returns 0, or returns 1 having left KERN_ATTN_PARTIALS partial states per
  * (row, head) in part_acc (rows, Q, KERN_ATTN_PARTIALS, D) and part_ml (rows, Q, KERN_ATTN_PARTIALS, 2) fp32 for
- * kern_attention_merge to fold into out. Either way the same bits. l2_prefetch (or NULL): l2_prefetch_bytes (a
- * multiple of 16) from there that the CTAs ask into L2 once their own loads are out, a hint only: in a short
- * decode step's attention the copy engine would idle, and the o product's weights come next
- * (kern_l2_prefetch_rows). */
+ * kern_attention_merge to fold into out. Either way the same bits. */
 int kern_attention(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *rows_meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int split_tiles, int rows, int n_heads, int n_kv, int D, int cap,
                    int is_full, int window, int mask_all, int decode, float *part_acc, float *part_ml, uint16_t *out,
-                   const void *l2_prefetch, size_t l2_prefetch_bytes, kern_stream s);
+                   kern_stream s);
 
 /* How many CTAs kern_attention gives each (tile, kv head) of a pass of `tiles` tiles: 1, 2, 4, 8 or 16. A
  * graph of a pass is only replayed for passes with the same choice (cuda_step.c). */

@@ -42,19 +42,6 @@ extern "C" int kern_early_weight_stages(void)
     return stages;
 }
 
-// G4_CUDA_L2_PREFETCH_ROWS and _MB (kernels.h): read once.
-extern "C" size_t kern_l2_prefetch_bytes(int rows)
-{
-    static int max_rows = -1;
-    static size_t budget;
-    if (max_rows < 0) {
-        const char *r = getenv("G4_CUDA_L2_PREFETCH_ROWS"), *m = getenv("G4_CUDA_L2_PREFETCH_MB");
-        max_rows = r && atoi(r) > 0 ? atoi(r) : 0;
-        budget = (size_t)(m && atoi(m) > 0 ? atoi(m) : 32) << 20;
-    }
-    return rows <= max_rows ? budget : 0;
-}
-
 // G4_CUDA_MERGE_WIDE (kernels.h; "0" never, "1" always, else by rows): read once, then kern_set_merge_wide
 // overrides it.
 static int merge_wide = -2;

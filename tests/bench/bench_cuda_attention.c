@@ -125,7 +125,7 @@ static void layer(const struct attn_bufs *b, const struct layer_shape *l, int i,
     struct kern_kv_new kv = {b->k_new, b->v_new, b->meta, l->n_kv * l->D, b->cap, b->cache_k[i], b->cache_v[i]};
     int merge = kern_attention(b->q, b->k_new, b->v_new, b->cache_k[i], b->cache_v[i], b->meta, b->tiles, b->n_tiles,
                                b->n_tiles_host, b->n_tiles_host, b->R, l->n_heads, l->n_kv, l->D, b->cap, l->is_full,
-                               l->window, 0, 1, b->part_acc, b->part_ml, b->out, NULL, 0, s);
+                               l->window, 0, 1, b->part_acc, b->part_ml, b->out, s);
     if (merge) kern_attention_merge(b->part_acc, b->part_ml, b->R, l->n_heads, l->D, b->out, &kv, s);
     else kern_kv_store(&kv, b->R, s);
 }

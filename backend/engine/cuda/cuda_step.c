@@ -113,14 +113,11 @@ static void attend(struct cuda_engine *e, const struct cuda_layer *l, int R, int
     int ts = l->tile_set, mask_all = e->opts.image_mask == ENGINE_IMAGE_MASK_ALL_LAYERS;
     kern_stream s = e->stream;
     struct kern_kv_new kv = {e->k_new, e->v_new, e->meta, c->kv_dim, l->cap, l->cache_k, l->cache_v};
-    /* a short decode pass's attention asks the o product's weights into L2 (kernels.h) */
-    size_t o_bytes = (size_t)e->H * c->q_dim * 2, pf = e->decode_pass ? kern_l2_prefetch_bytes(R) : 0;
     int merge = kern_attention(e->q16, e->k_new, e->v_new, l->cache_k, l->cache_v, e->meta,
                                e->tiles + (size_t)ts * e->max_rows, e->n_tiles + ts, graphed ? R : e->h_n_tiles[ts],
                                e->h_n_tiles[ts], R,
                                c->n_heads, c->n_kv_heads, c->head_dim, l->cap, c->is_full, c->window, mask_all,
-                               e->decode_pass, e->part_acc, e->part_ml, e->o, pf ? l->wo : NULL,
-                               pf < o_bytes ? pf : o_bytes, s);
+                               e->decode_pass, e->part_acc, e->part_ml, e->o, s);
     cuda_prof_mark(e, c->is_full ? PROF_ATTN_FULL : PROF_ATTN_SLIDING);
     if (merge) { /* the merge stores the new keys and values too (attention has read the caches) */
         kern_attention_merge(e->part_acc, e->part_ml, R, c->n_heads, c->head_dim, e->o, &kv, s);
