@@ -34,10 +34,15 @@
 #define ST_BK TMA_BOX_K
 
 // MT m16 tiles of rows, NW consumer warps of 8 NC columns; stages: about 48 KiB a block, 4 to 8 of them.
+// MT = 0: one m16 tile from a box of 8 activation rows (M <= 8): a stage of variant 6 takes 5 KiB, not 6, and
+// 10 of them fit in 50 KiB (4 blocks an SM still), so 40 KiB of weights a block are in flight, 10 stages of them
+// asked for before the wait (kern_early_weight_stages). The fragments of rows 8-15 read the next 1 KiB of the
+// stage (weights): those rows' outputs are never stored, and an mma row depends only on its own A row.
 template <int MT, int NW, int NC> struct st_shape {
-    static constexpr int ROWS = 16 * MT, BN = 8 * NW * NC;
-    static constexpr int A_BYTES = ROWS * 128, STAGE = A_BYTES + BN * 128;
-    static constexpr int STAGES = 49152 / STAGE < 4 ? 4 : 49152 / STAGE > 8 ? 8 : 49152 / STAGE;
+    static constexpr int MTILES = MT ? MT : 1, ROWS = MT ? 16 * MT : 8, BN = 8 * NW * NC;
+    static constexpr int A_BYTES = ROWS * 128, STAGE = A_BYTES + BN * 128, BUDGET = MT ? 49152 : 51200;
+    static constexpr int MAX_STAGES = MT ? 8 : 10;
+    static constexpr int STAGES = BUDGET / STAGE < 4 ? 4 : BUDGET / STAGE > MAX_STAGES ? MAX_STAGES : BUDGET / STAGE;
     static constexpr int SMEM = STAGES * STAGE + 1024; // + 1024: the base is rounded up to 1024 bytes
     static constexpr int THREADS = 32 * NW + 32;       // + the producer warp
 };
@@ -99,9 +104,9 @@ __global__ void __launch_bounds__(st_shape<MT, NW, NC>::THREADS)
         kern_dep_wait(); // the other lanes too, before seg_finish reads the scratch
     } else {
         kern_dep_wait();
-        float acc[MT][NC][4];
+        float acc[S::MTILES][NC][4];
 #pragma unroll
-        for (int i = 0; i < MT; i++)
+        for (int i = 0; i < S::MTILES; i++)
 #pragma unroll
             for (int j = 0; j < NC; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.0f;
         for (int kt = 0; kt < KT; kt++) {
@@ -118,7 +123,7 @@ __global__ void __launch_bounds__(st_shape<MT, NW, NC>::THREADS)
                 for (int nj = 0; nj < NC; nj++)
                     ldmatrix_x4(bf[nj], b + tma_swizzled((warp * NC + nj) * 8 + (lane & 7), kk / 8 + (lane >> 3)));
 #pragma unroll
-                for (int mi = 0; mi < MT; mi++) {
+                for (int mi = 0; mi < S::MTILES; mi++) {
                     uint32_t r0[4], r1[4];
                     ldmatrix_x4(r0, a + tma_swizzled(mi * 16 + (lane & 15), kk / 8 + (lane >> 4)));
 #pragma unroll
@@ -141,7 +146,7 @@ __global__ void __launch_bounds__(st_shape<MT, NW, NC>::THREADS)
         }
         int g = lane >> 2, t = lane & 3;
 #pragma unroll
-        for (int mi = 0; mi < MT; mi++)
+        for (int mi = 0; mi < S::MTILES; mi++)
 #pragma unroll
             for (int nj = 0; nj < NC; nj++)
 #pragma unroll
@@ -181,7 +186,8 @@ template <int NW, int NC>
 static void st_rows(const uint16_t *x, const uint16_t *w, const float *bias, float *y, uint16_t *h, int M, int N,
                     int K, int nseg, const struct kern_gemm_ws *ws, const struct kern_tail *tail, kern_stream s)
 {
-    if (M <= 16) st_launch<1, NW, NC>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
+    if (M <= 8 && kern_skinny_rows8()) st_launch<0, NW, NC>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
+    else if (M <= 16) st_launch<1, NW, NC>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
     else if (M <= 32) st_launch<2, NW, NC>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
     else st_launch<4, NW, NC>(x, w, bias, y, h, M, N, K, nseg, ws, tail, s);
 }

@@ -46,8 +46,11 @@ enum { KERN_EARLY_ATTENTION = 1, KERN_EARLY_QKV_PREP = 2, KERN_EARLY_RESIDUAL = 
 int kern_early_loads(int part);
 void kern_set_early_loads(int on);
 /* The decode product's weight stages asked for before kern_dep_wait, while the kernel before it finishes (its
- * ring holds 4 to 8): G4_CUDA_EARLY_WEIGHTS, default 8 (all of them). A tuning knob: the same bits either way. */
+ * ring holds 4 to 10): G4_CUDA_EARLY_WEIGHTS, default 10 (all of them). A tuning knob: the same bits either way. */
 int kern_early_weight_stages(void);
+/* Whether the tensor-copy decode products of up to 8 rows load boxes of 8 activation rows (more weight stages
+ * a block: gemm_skinny_tma.cu); G4_CUDA_SKINNY_ROWS8=0 gives them 16-row boxes. The same bits either way. */
+int kern_skinny_rows8(void);
 /* The attention merge's block width: 128 threads folding D / 128 dimensions each, or wide, one thread a
  * dimension (head dims over 128), for merges of up to KERN_MERGE_WIDE_ROWS rows: one stream's 12B step 9.72 ->
  * 9.63 ms, 4 streams 10.14 -> 10.10, where 16 streams went 11.93 -> 11.98 and 64 20.89 -> 20.98 (H100,

@@ -31,15 +31,26 @@ extern "C" void kern_set_early_loads(int on)
     early_loads = on != 0;
 }
 
-// G4_CUDA_EARLY_WEIGHTS (kernels.h; default 8, every stage of the ring): read once.
+// G4_CUDA_EARLY_WEIGHTS (kernels.h; default 10, every stage of the ring): read once.
 extern "C" int kern_early_weight_stages(void)
 {
     static int stages = -1;
     if (stages < 0) {
         const char *v = getenv("G4_CUDA_EARLY_WEIGHTS");
-        stages = v && atoi(v) >= 0 ? atoi(v) : 8;
+        stages = v && atoi(v) >= 0 ? atoi(v) : 10;
     }
     return stages;
+}
+
+// G4_CUDA_SKINNY_ROWS8 (kernels.h; on unless "0"): read once.
+extern "C" int kern_skinny_rows8(void)
+{
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("G4_CUDA_SKINNY_ROWS8");
+        on = !(v && v[0] == '0');
+    }
+    return on;
 }
 
 // G4_CUDA_MERGE_WIDE (kernels.h; "0" never, "1" always, else by rows): read once, then kern_set_merge_wide
