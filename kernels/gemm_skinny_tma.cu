@@ -1,26 +1,29 @@
 // gemm_skinny_tma — the decode product (M <= 64 rows) with its weights streamed by tensor copies: variants 6
-// (4 consumer warps of 8 columns), 7 (8 of 8), 8 (4 of 16) and 9 (4 of 32) of kern_gemm_skinny_variant. y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16
-// (+ bias), or h = GeGLU of it, the contract of gemm_skinny.cu.
+// (4 consumer warps of 8 columns), 7 (8 of 8), 8 (4 of 16) and 9 (4 of 32) of kern_gemm_skinny_variant.
+// y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias), or h = GeGLU of it, the contract of gemm_skinny.cu.
 //
 // Why: decode is bound by reading the weights once per step, and gemm_skinny.cu's blocks stream them by
 // 16-byte cp.async from every thread (each thread addresses several copies a stage), wait for their own
 // copies and meet at a barrier before each stage: the stages in flight per block are few (3 of 128 k), and the
 // issue and the barrier sit on the path. Here one lane of an extra warp asks the Tensor Memory Accelerator
-// for each stage's two boxes (x: 64 k x 16 MT rows, w: 64 k x 8 NC columns per warp, both with the 128-byte
-// swizzle), up to STAGES stages ahead; each consumer warp waits only for its stage's "full" mbarrier, runs its
-// mma steps and hands the stage back by one arrival on the "empty" mbarrier. There is no block-wide barrier
-// in the loop.
+// for each stage's two boxes (x: 64 k x 16 MT rows, or 8 rows for M <= 8; w: 64 k x 8 NC columns per warp,
+// both with the 128-byte swizzle), up to STAGES stages ahead; each consumer warp waits only for its stage's
+// "full" mbarrier, runs its mma steps and hands the stage back by one arrival on the "empty" mbarrier. There
+// is no block-wide barrier in the loop.
 //
 // Columns per warp (8 NC): at 64 rows a stage of 8 columns a warp holds twice the activation bytes of weight
 // bytes, every warp reads all of them from shared memory for 4 mma steps a load (and every column tile reads
 // them from L2), so the 64-row products ran at 47-71 % of the copy rate against 75-99 % at one row (version
-// 13.2); with 4 column tiles a warp each activation fragment serves 4 mma steps.
+// 13.2); with 4 column tiles a warp each activation fragment serves 4 mma steps. At one row the weight stages
+// asked for before the wait are what counts (0.1-0.2 ms a step a pair, version 13.5): 8-row activation boxes
+// make room for two more.
 //
 // Exactness: each warp owns 8 NC output columns of one K segment and runs their chain as gemm_skinny.cu does —
 // mma.sync m16n8k16 over chunks of 16 in increasing k order within the segment (chunks from the segment's end
 // on are skipped, never added as zeros) from a zero accumulator, then the rule's epilogue (segments.cuh). The
 // fragments are the same ldmatrix reads at swizzled addresses (tma_swizzled). Rows past M arrive as zeros
-// (the copy's out-of-bounds fill) and are never stored. So every variant gives the same bits
+// (the copy's out-of-bounds fill), or, past an 8-row box, as whatever the stage holds next; they are never
+// stored, and an mma output row depends on its own activation row alone. So every variant gives the same bits
 // (test_cuda_kernels asserts it at every product shape and M).
 #include <string.h>
 
