@@ -46,7 +46,7 @@ enum { KERN_EARLY_ATTENTION = 1, KERN_EARLY_QKV_PREP = 2, KERN_EARLY_RESIDUAL = 
 int kern_early_loads(int part);
 void kern_set_early_loads(int on);
 /* The decode product's weight stages asked for before kern_dep_wait, while the kernel before it finishes (its
- * ring holds 4 to 10): G4_CUDA_EARLY_WEIGHTS, default 10 (all of them). A tuning knob: the same bits either way. */
+ * ring holds 4 to 10): G4_CUDA_EARLY_WEIGHTS, default all of them. A tuning knob: the same bits either way. */
 int kern_early_weight_stages(void);
 /* Whether the tensor-copy decode products of up to 8 rows load boxes of 8 activation rows (more weight stages
  * a block: gemm_skinny_tma.cu); G4_CUDA_SKINNY_ROWS8=0 gives them 16-row boxes. The same bits either way. */

@@ -1,5 +1,6 @@
 // knobs — run-time switches that launchers in several files read, kept in one place so that a test can flip
 // one for the whole process. Each switch changes speed only, never a bit (the tests assert it).
+#include <limits.h>
 #include <stdlib.h>
 
 #include "kernels.h"
@@ -31,13 +32,13 @@ extern "C" void kern_set_early_loads(int on)
     early_loads = on != 0;
 }
 
-// G4_CUDA_EARLY_WEIGHTS (kernels.h; default 10, every stage of the ring): read once.
+// G4_CUDA_EARLY_WEIGHTS (kernels.h; default: every stage of the ring, whatever its depth): read once.
 extern "C" int kern_early_weight_stages(void)
 {
     static int stages = -1;
     if (stages < 0) {
         const char *v = getenv("G4_CUDA_EARLY_WEIGHTS");
-        stages = v && atoi(v) >= 0 ? atoi(v) : 10;
+        stages = v && atoi(v) >= 0 ? atoi(v) : INT_MAX;
     }
     return stages;
 }
