@@ -65,14 +65,9 @@ __device__ __forceinline__ void st_produce(const CUtensorMap *map_x, const CUten
     }
     kern_dep_wait();
     for (int kt = 0; kt < pre; kt++) tma_load_2d(sm + kt * S::STAGE, map_x, kbeg + kt * ST_BK, 0, &full[kt]);
-    for (int kt = pre; kt < first; kt++) {
-        mbar_arrive_expect(&full[kt], S::STAGE);
-        tma_load_2d(sm + kt * S::STAGE, map_x, kbeg + kt * ST_BK, 0, &full[kt]);
-        tma_load_2d(sm + kt * S::STAGE + S::A_BYTES, map_w, kbeg + kt * ST_BK, n0, &full[kt]);
-    }
-    for (int kt = first; kt < KT; kt++) {
+    for (int kt = pre; kt < KT; kt++) { // past the ring's first round, each slot once its consumers hand it back
         int s = kt % S::STAGES;
-        mbar_wait(&empty[s], (unsigned)(kt / S::STAGES - 1) & 1u);
+        if (kt >= S::STAGES) mbar_wait(&empty[s], (unsigned)(kt / S::STAGES - 1) & 1u);
         mbar_arrive_expect(&full[s], S::STAGE);
         tma_load_2d(sm + s * S::STAGE, map_x, kbeg + kt * ST_BK, 0, &full[s]);
         tma_load_2d(sm + s * S::STAGE + S::A_BYTES, map_w, kbeg + kt * ST_BK, n0, &full[s]);
