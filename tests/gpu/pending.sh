@@ -21,9 +21,11 @@
 #       the cut between the decode and the prompt product kernels (kern_gemm): the products table with the
 #       wgmma column (with G4_PENDING_PRODUCTS=1), the decode bench up to 64 streams of the whole 12B, then the
 #       engine test with the cut at 2 rows (bits).
-#   sh tests/gpu/pending.sh prompt [OUT_DIR]
-#       where a prompt pass's time goes, on a 12-layer 12B: `g4 bench --prefill-only` up to 8k with
-#       G4_CUDA_PROFILE=1 (time by kind of kernel), then ncu (--set full, the SASS page as CSV) of one prompt
+#   [G4_PENDING_PREFILL="SETTING ..."] [G4_PENDING_PROFILE=0] sh tests/gpu/pending.sh prompt [OUT_DIR]
+#       where a prompt pass's time goes, on a 12-layer 12B: first the 12-layer prefill up to 8k under each
+#       setting of G4_PENDING_PREFILL (variables joined by commas, "-" for the defaults), then (unless
+#       G4_PENDING_PROFILE=0) `g4 bench --prefill-only` up to 8k with G4_CUDA_PROFILE=1 (time by kind of
+#       kernel) and ncu (--set full, the SASS page as CSV, its stalls summed by sass_stalls.py) of one prompt
 #       attention launch of each layer kind: sliding (head dim 256) in the second 1,024-row chunk of the 2k
 #       prompt, full (512) in the last chunk of the 8k prompt.
 #   sh tests/gpu/pending.sh decode [OUT_DIR]
@@ -144,6 +146,14 @@ prompt)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     PATH=$PATH:/usr/local/cuda/bin
     m12="--model /dev/shm/g4-12b-12 --shape 12b --layers 12 --max-streams 1 --prefill-only"
+    # G4_PENDING_PREFILL: settings compared first, each a 12-layer prefill up to 8k (a setting's variables joined
+    # by commas, "-" for the defaults); G4_PENDING_PROFILE=0 stops there
+    for s in ${G4_PENDING_PREFILL:-}; do
+        n=prefill_$(echo "$s" | tr -c 'A-Za-z0-9_\n' _)
+        step "$n" 120 env $(echo "$s" | tr , ' ' | sed 's/^-$//') "$b/g4" bench $m12 --max-prefill 8192
+        note "$s: $(grep -E '^\| (512|2048|8192) \||first token' "$out/$n.log" | tr '\n' ' ')"
+    done
+    if [ "${G4_PENDING_PROFILE:-1}" != 0 ]; then
     step profile 150 env G4_CUDA_PROFILE=1 "$b/g4" bench $m12 --max-prefill 8192
     # launches of attention_kernel<D, 8, ...> with --prefill-only: 10 sliding and 2 full layers a 1,024-row
     # chunk; the 512 prompt is one chunk, the 2k two, the 8k eight
@@ -154,10 +164,12 @@ prompt)
             "$b/g4" bench $m12 --max-prefill "$3"
         ncu -i "$out/prompt$1.ncu-rep" --page details >"$out/prompt$1-details.txt" 2>&1
         ncu -i "$out/prompt$1.ncu-rep" --page source --csv --print-source sass >"$out/prompt$1-sass.csv" 2>&1
+        note "$(python3 "$here/sass_stalls.py" "$out/prompt$1-sass.csv" 6 2>&1)"
         rm -f "$out/prompt$1.ncu-rep" # tens of MB; the two text pages are what comes back
         note "$(grep -E '^ +(Duration|Grid Size|Registers Per Thread|Achieved Occupancy|Compute \(SM\) Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|DRAM Throughput|Executed Ipc Active) ' \
             "$out/prompt$1-details.txt")"
     done
+    fi
     ;;
 decode)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
@@ -175,6 +187,7 @@ decode)
             "$b/bench/bench_cuda_attention" sliding "$k" 1024 1
         ncu -i "$out/decode$k.ncu-rep" --page details >"$out/decode$k-details.txt" 2>&1
         ncu -i "$out/decode$k.ncu-rep" --page source --csv --print-source sass >"$out/decode$k-sass.csv" 2>&1
+        note "$(python3 "$here/sass_stalls.py" "$out/decode$k-sass.csv" 6 2>&1)"
         rm -f "$out/decode$k.ncu-rep"
         note "$(grep -E '^  [a-z_]+.*\(|^ +(Duration|Grid Size|Registers Per Thread|Achieved Occupancy|Compute \(SM\) Throughput|DRAM Throughput|Memory Throughput|Executed Ipc Active) ' \
             "$out/decode$k-details.txt")"
@@ -186,6 +199,7 @@ decode)
         --launch-count 1 --kill yes --set full --import-source yes -f -o "$out/products64" "$b/bench/bench_cuda_products"
     ncu -i "$out/products64.ncu-rep" --page details >"$out/products64-details.txt" 2>&1
     ncu -i "$out/products64.ncu-rep" --page source --csv --print-source sass >"$out/products64-sass.csv" 2>&1
+    note "$(python3 "$here/sass_stalls.py" "$out/products64-sass.csv" 6 2>&1)"
     rm -f "$out/products64.ncu-rep"
     note "$(grep -E '^ +(Duration|Grid Size|Registers Per Thread|Achieved Occupancy|Compute \(SM\) Throughput|DRAM Throughput|Memory Throughput|Executed Ipc Active|L1/TEX Cache Throughput|L2 Cache Throughput) ' \
         "$out/products64-details.txt")"
