@@ -96,6 +96,13 @@ benches() { # the g4 bench with each setting (G4_DEFAULTS=1: none), the lines th
         [ "$s" = G4_DEFAULTS=1 ] && step products 150 "$b/bench/bench_cuda_products"
     done
 }
+ncu_pages() { # name: the details and SASS pages of $out/name.ncu-rep as text, the SASS stalls summed into the
+    # summary, and the report removed (tens of MB; the text pages are what comes back)
+    ncu -i "$out/$1.ncu-rep" --page details >"$out/$1-details.txt" 2>&1
+    ncu -i "$out/$1.ncu-rep" --page source --csv --print-source sass >"$out/$1-sass.csv" 2>&1
+    note "$(python3 "$here/sass_stalls.py" "$out/$1-sass.csv" 6 2>&1)"
+    rm -f "$out/$1.ncu-rep"
+}
 kernels1() { # every kernel of about two graphed one-stream decode steps at context 1k (after the prompt and
     # the first steps), each timed alone by ncu, tabled by kernel; G4_PENDING_SKIP / _COUNT move the window
     PATH=$PATH:/usr/local/cuda/bin
@@ -154,21 +161,18 @@ prompt)
         note "$s: $(grep -E '^\| (512|2048|8192) \||first token' "$out/$n.log" | tr '\n' ' ')"
     done
     if [ "${G4_PENDING_PROFILE:-1}" != 0 ]; then
-    step profile 150 env G4_CUDA_PROFILE=1 "$b/g4" bench $m12 --max-prefill 8192
-    # launches of attention_kernel<D, 8, ...> with --prefill-only: 10 sliding and 2 full layers a 1,024-row
-    # chunk; the 512 prompt is one chunk, the 2k two, the 8k eight
-    for k in "256 20 2048" "512 20 8192"; do
-        set -- $k
-        step "ncu_$1" 200 ncu --kernel-name-base demangled --kernel-name "regex:attention_kernel<\\(int\\)$1, \\(int\\)8>" \
-            --launch-skip "$2" --launch-count 1 --set full --import-source yes -f -o "$out/prompt$1" \
-            "$b/g4" bench $m12 --max-prefill "$3"
-        ncu -i "$out/prompt$1.ncu-rep" --page details >"$out/prompt$1-details.txt" 2>&1
-        ncu -i "$out/prompt$1.ncu-rep" --page source --csv --print-source sass >"$out/prompt$1-sass.csv" 2>&1
-        note "$(python3 "$here/sass_stalls.py" "$out/prompt$1-sass.csv" 6 2>&1)"
-        rm -f "$out/prompt$1.ncu-rep" # tens of MB; the two text pages are what comes back
-        note "$(grep -E '^ +(Duration|Grid Size|Registers Per Thread|Achieved Occupancy|Compute \(SM\) Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|DRAM Throughput|Executed Ipc Active) ' \
-            "$out/prompt$1-details.txt")"
-    done
+        step profile 150 env G4_CUDA_PROFILE=1 "$b/g4" bench $m12 --max-prefill 8192
+        # launches of attention_kernel<D, 8, ...> with --prefill-only: 10 sliding and 2 full layers a 1,024-row
+        # chunk; the 512 prompt is one chunk, the 2k two, the 8k eight
+        for k in "256 20 2048" "512 20 8192"; do
+            set -- $k
+            step "ncu_$1" 200 ncu --kernel-name-base demangled --kernel-name "regex:attention_kernel<\\(int\\)$1, \\(int\\)8>" \
+                --launch-skip "$2" --launch-count 1 --set full --import-source yes -f -o "$out/prompt$1" \
+                "$b/g4" bench $m12 --max-prefill "$3"
+            ncu_pages "prompt$1"
+            note "$(grep -E '^ +(Duration|Grid Size|Registers Per Thread|Achieved Occupancy|Compute \(SM\) Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|DRAM Throughput|Executed Ipc Active) ' \
+                "$out/prompt$1-details.txt")"
+        done
     fi
     ;;
 decode)
@@ -185,10 +189,7 @@ decode)
         step "ncu_decode$k" 150 ncu --kernel-name-base demangled --kernel-name "regex:attention_(kernel<\\(int\\)256|merge)" \
             --launch-skip 40 --launch-count 2 --kill yes --set full --import-source yes -f -o "$out/decode$k" \
             "$b/bench/bench_cuda_attention" sliding "$k" 1024 1
-        ncu -i "$out/decode$k.ncu-rep" --page details >"$out/decode$k-details.txt" 2>&1
-        ncu -i "$out/decode$k.ncu-rep" --page source --csv --print-source sass >"$out/decode$k-sass.csv" 2>&1
-        note "$(python3 "$here/sass_stalls.py" "$out/decode$k-sass.csv" 6 2>&1)"
-        rm -f "$out/decode$k.ncu-rep"
+        ncu_pages "decode$k"
         note "$(grep -E '^  [a-z_]+.*\(|^ +(Duration|Grid Size|Registers Per Thread|Achieved Occupancy|Compute \(SM\) Throughput|DRAM Throughput|Memory Throughput|Executed Ipc Active) ' \
             "$out/decode$k-details.txt")"
     done
@@ -197,10 +198,7 @@ decode)
     step ncu_products64 150 ncu --kernel-name-base demangled \
         --kernel-name "regex:gemm_skinny_tma_kernel<\\(int\\)4, \\(int\\)4, \\(int\\)1>" --launch-skip 10 \
         --launch-count 1 --kill yes --set full --import-source yes -f -o "$out/products64" "$b/bench/bench_cuda_products"
-    ncu -i "$out/products64.ncu-rep" --page details >"$out/products64-details.txt" 2>&1
-    ncu -i "$out/products64.ncu-rep" --page source --csv --print-source sass >"$out/products64-sass.csv" 2>&1
-    note "$(python3 "$here/sass_stalls.py" "$out/products64-sass.csv" 6 2>&1)"
-    rm -f "$out/products64.ncu-rep"
+    ncu_pages "products64"
     note "$(grep -E '^ +(Duration|Grid Size|Registers Per Thread|Achieved Occupancy|Compute \(SM\) Throughput|DRAM Throughput|Memory Throughput|Executed Ipc Active|L1/TEX Cache Throughput|L2 Cache Throughput) ' \
         "$out/products64-details.txt")"
     ;;
