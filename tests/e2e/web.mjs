@@ -77,7 +77,7 @@ async function complete(page, frames, i, start) {
   for (let attempt = 0; attempt < 6; attempt++) {
     const before = frames.length;
     await start();
-    await page.waitForSelector(`#m${i}-body`, { timeout: TIMEOUT });
+    await page.waitForSelector(`#m${i}-body`, { state: 'attached', timeout: TIMEOUT });
     await idle(page);
     const done = frames.slice(before).filter((f) => f.dir === 'received' && f.json && f.json.type === 'done').at(-1);
     if (done && done.json.usage.completion_tokens >= 3) return done.json;
