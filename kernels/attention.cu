@@ -27,6 +27,7 @@
 #include "kernels.h"
 #include "kv_store.cuh"
 #include "mma.cuh"
+#include "tma_map.cuh"
 
 #define KB KERN_ATTN_KEY_BLOCK
 #define NP KERN_ATTN_PARTIALS
@@ -187,16 +188,74 @@ __device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16
     }
 }
 
+// The key (or value) buffer in prompt passes with boxes (G4_CUDA_ATTN_PROMPT_BOXES): D / 64 column chunks of
+// KB rows x 128 bytes, each row's 16-byte pieces swizzled as a 128-byte-swizzle tensor copy leaves them
+// (tma_swizzled), at a 1024-aligned base; the address of (row, col) as the mma fragments read it. Without
+// boxes, the rows of D + 8 halves that load_block fills.
+template <int D, bool BOX> __device__ __forceinline__ const void *kv_at(const unsigned char *buf, int row, int col)
+{
+    if constexpr (BOX) return buf + (col >> 6) * (KB * 128) + tma_swizzled(row, (col & 63) >> 3);
+    else return buf + ((size_t)row * (D + 8) + col) * 2;
+}
+
+// The tensor maps of a prompt launch with boxes: the step's new keys and values and the layer's caches, each
+// as rows of kvd halves in boxes of 64 x KB (attn_box_map).
+struct attn_maps {
+    const CUtensorMap *k_new, *v_new, *cache_k, *cache_v;
+};
+
+// Block b into a box buffer: a block whose KB positions all lie in [lo, hi] and all in the step's new rows or
+// all in one unwrapped run of the ring comes by D / 64 tensor copies from thread 0 (16 copies a key and value
+// block at D 512, where load_block issues 128 row copies, one lane at a time); any other block (a range's
+// edge, the ring's wrap, a block holding old and new rows) is copied by every thread, 16 bytes at a time,
+// through registers into the same swizzled places, zeros outside [lo, hi]. The bytes are the same either way.
+// The barrier is armed with the tensor copies' bytes (none for a copied block): the threads' own stores are
+// seen by the block after the __syncthreads that follows the wait. part: as load_block.
+template <int D>
+__device__ __forceinline__ void load_block_box(unsigned char *buf, const CUtensorMap *map_new, const CUtensorMap *map_cache,
+                                               const uint16_t *fresh, const uint16_t *cache, const struct kern_row &m0,
+                                               int b, int lo, int hi, int kvh, int cap, int kvd, uint64_t *bar,
+                                               int part = LOAD_ALL)
+{
+    const int kb0 = b * KB;
+    const bool in_all = kb0 >= lo && kb0 + KB - 1 <= hi, all_new = kb0 >= m0.pos0;
+    const bool whole = in_all && (all_new || (kb0 + KB - 1 < m0.pos0 && kb0 % cap + KB <= cap));
+    if (part & LOAD_CACHE) {
+        fence_proxy_async();
+        if (threadIdx.x == 0) mbar_arrive_expect(bar, whole ? (unsigned)KB * D * 2 : 0u);
+    }
+    if (whole) {
+        if (threadIdx.x == 0 && (part & (all_new ? LOAD_FRESH : LOAD_CACHE))) {
+            const int row0 = all_new ? m0.base + kb0 - m0.pos0 : m0.stream * cap + kb0 % cap;
+#pragma unroll
+            for (int c = 0; c < D / 64; c++)
+                tma_load_2d(buf + c * (KB * 128), all_new ? map_new : map_cache, kvh * D + c * 64, row0, bar);
+        }
+        return;
+    }
+    for (int i = threadIdx.x; i < KB * (D / 8); i += blockDim.x) {
+        const int j = i / (D / 8), u = i % (D / 8), kp = kb0 + j;
+        const bool in = kp >= lo && kp <= hi, is_new = in && kp >= m0.pos0;
+        if (!(part & (in ? (is_new ? LOAD_FRESH : LOAD_CACHE) : LOAD_CACHE))) continue;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (in) {
+            size_t off = is_new ? (size_t)(m0.base + kp - m0.pos0) * kvd : ((size_t)m0.stream * cap + kp % cap) * kvd;
+            v = __ldcg(reinterpret_cast<const uint4 *>((is_new ? fresh : cache) + off + (size_t)kvh * D) + u);
+        }
+        *reinterpret_cast<uint4 *>(buf + (u >> 3) * (KB * 128) + tma_swizzled(j, u & 7)) = v;
+    }
+}
+
 // One key and one value buffer: two blocks of 8 warps per multiprocessor (128 registers, spilling) and two
 // pairs in flight (prompt passes, version 13.1), or two pairs in 4-warp decode blocks (version 13.2: 64 streams
 // 207 -> 315 µs a sliding layer, one block per multiprocessor) gained nothing.
-template <int D, int W>
+template <int D, int W, bool BOX>
 __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_new, const uint16_t *__restrict__ v_new,
     const uint16_t *__restrict__ cache_k, const uint16_t *__restrict__ cache_v, const struct kern_row *__restrict__ meta,
     const struct kern_tile *__restrict__ tiles, const int *__restrict__ n_tiles, int n_heads, int n_kv, int cap,
     int is_full, int window, int mask_all, float *__restrict__ part_acc, float *__restrict__ part_ml,
-    uint16_t *__restrict__ out, int early)
+    uint16_t *__restrict__ out, int early, const struct attn_maps maps)
 {
     kern_dep_launch();
     // a graph's grid covers every tile its rows could form; blocks past the pass's own return before waiting
@@ -217,9 +276,12 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     typedef attn_shape<D, W> S;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     uint16_t(*qs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw);
-    // the keys after the queries, the values after the keys
-    uint16_t(*ks)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * S::NSLOT * S::LDS);
-    uint16_t(*vs)[S::LDS] = ks + KB;
+    // the keys after the queries (1024-aligned with boxes), the values after the keys
+    unsigned char *kbuf = smem_raw + sizeof(uint16_t) * S::NSLOT * S::LDS;
+    if constexpr (BOX) kbuf += (1024 - (smem_u32(kbuf) & 1023)) & 1023;
+    unsigned char *vbuf = kbuf + (BOX ? KB * D * 2 : KB * S::LDS * 2);
+    uint16_t(*ks)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(kbuf);
+    uint16_t(*vs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(vbuf);
     __shared__ int range_lo, range_hi;
     __shared__ uint64_t bars[2]; // the key block's and the value block's arrivals (load_block)
     __shared__ float red_max[S::XG][S::PARTS][16], red_sum[S::XG][S::PARTS][16];
@@ -231,6 +293,16 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int grp = warp / S::PARTS, dpart = warp % S::PARTS, kw0 = dpart * S::KW;
     const struct kern_row m0 = meta[tile.row0];
+    // block b's keys (k) or values into their buffer, by rows or by boxes
+    auto load = [&](bool k, int b, int lo_, int hi_, int part) {
+        if constexpr (BOX)
+            load_block_box<D>(k ? kbuf : vbuf, k ? maps.k_new : maps.v_new, k ? maps.cache_k : maps.cache_v,
+                              k ? k_new : v_new, k ? cache_k : cache_v, m0, b, lo_, hi_, kvh, cap, kvd,
+                              &bars[k ? 0 : 1], part);
+        else
+            load_block<D>(k ? ks : vs, k ? k_new : v_new, k ? cache_k : cache_v, m0, b, lo_, hi_, kvh, cap, kvd,
+                          &bars[k ? 0 : 1], part);
+    };
     const int n_slots = tile.nrows * G;
     const bool live = grp * 16 < n_slots;
 
@@ -278,13 +350,13 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
         __syncthreads(); // the range and the barriers
         first_pair(range_lo, range_hi, &lw, &lb);
         if (lw < NP) {
-            load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], LOAD_CACHE);
-            load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], LOAD_CACHE);
+            load(true, lb, range_lo, range_hi, LOAD_CACHE);
+            load(false, lb, range_lo, range_hi, LOAD_CACHE);
         }
         if (early == 1) kern_dep_wait();
         if (lw < NP) {
-            load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], LOAD_FRESH);
-            load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], LOAD_FRESH);
+            load(true, lb, range_lo, range_hi, LOAD_FRESH);
+            load(false, lb, range_lo, range_hi, LOAD_FRESH);
         }
     }
     // queries of the block's slots: slot s = (row s / G of the tile, head kvh * G + s % G)
@@ -305,8 +377,8 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     };
     first_pair(lo, hi, &lw, &lb);
     if (!early && lw < NP) {
-        load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[0]);
-        load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[1]);
+        load(true, lb, lo, hi, LOAD_ALL);
+        load(false, lb, lo, hi, LOAD_ALL);
     }
     advance();
     unsigned kpar = 0, vpar = 0;
@@ -340,14 +412,15 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
 #pragma unroll
                 for (int nj = 0; nj < NT / 2; nj++) {
                     uint32_t r[4];
-                    ldmatrix_x4(r, &ks[kw0 + nj * 16 + (lane & 7) + ((lane >> 4) << 3)][kc * 16 + ((lane >> 3) & 1) * 8]);
+                    ldmatrix_x4(r, kv_at<D, BOX>(kbuf, kw0 + nj * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                                 kc * 16 + ((lane >> 3) & 1) * 8));
                     uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
                     mma_bf16_16816(sc[2 * nj], a, b0);
                     mma_bf16_16816(sc[2 * nj + 1], a, b1);
                 }
             }
             __syncthreads(); // every warp has its scores: the key buffer is free
-            if (more) load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[0]);
+            if (more) load(true, lb, lo, hi, LOAD_ALL);
             // mask (not needed where the slot sees the whole block: the image block rule only adds keys); the
             // block maximum of each of the two slots over the group's warps (a maximum: any order)
             float bm[2];
@@ -443,14 +516,15 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
 #pragma unroll
                 for (int dj = 0; dj < S::DP / 16; dj++) {
                     uint32_t r[4];
-                    ldmatrix_x4_trans(r, &vs[kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8][dpart * S::DP + dj * 16 + (lane >> 4) * 8]);
+                    ldmatrix_x4_trans(r, kv_at<D, BOX>(vbuf, kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8,
+                                                       dpart * S::DP + dj * 16 + (lane >> 4) * 8));
                     uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
                     mma_bf16_16816(o[2 * dj], a, b0);
                     mma_bf16_16816(o[2 * dj + 1], a, b1);
                 }
             }
             __syncthreads(); // the value buffer is free
-            if (more) load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[1]);
+            if (more) load(false, lb, lo, hi, LOAD_ALL);
             advance();
         }
 
@@ -573,7 +647,45 @@ static int partial_groups(int units, int decode)
 
 extern "C" int kern_attention_groups(int tiles, int n_kv, int decode) { return partial_groups(tiles * n_kv, decode); }
 
-template <int D, int W>
+// The tensor maps of prompt launches with boxes, one per (tensor, row width), made on first use and kept for
+// the process: a table in device memory (the kernels take pointers into it) filled from a pinned mirror by a
+// copy on the launch's stream, so a pass captured in a graph after its eager first run finds its maps made.
+// A map's row count is a bound no box reaches, since a cache's rows (streams x cap) are not known here.
+#define ATTN_MAPS 1024
+static const CUtensorMap *attn_box_map(const uint16_t *p, int kvd, kern_stream s)
+{
+    static CUtensorMap *host = NULL, *dev = NULL;
+    static const uint16_t *key_p[ATTN_MAPS];
+    static int key_kvd[ATTN_MAPS], n = 0;
+    for (int i = 0; i < n; i++)
+        if (key_p[i] == p && key_kvd[i] == kvd) return dev + i;
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    KERN_CHECK(cudaStreamIsCapturing(s, &capturing));
+    if (n == ATTN_MAPS || capturing != cudaStreamCaptureStatusNone) {
+        fprintf(stderr, "g4: fatal: attention tensor maps: %d of %d made, a new one %s\n", n, ATTN_MAPS,
+                capturing != cudaStreamCaptureStatusNone ? "asked for in a graph capture" : "past the table");
+        abort();
+    }
+    if (!host) {
+        KERN_CHECK(cudaMallocHost((void **)&host, sizeof(CUtensorMap) * ATTN_MAPS));
+        KERN_CHECK(cudaMalloc((void **)&dev, sizeof(CUtensorMap) * ATTN_MAPS));
+    }
+    host[n] = tma_map_rows(p, 1 << 24, kvd, KB, "kern_attention");
+    KERN_CHECK(cudaMemcpyAsync(dev + n, host + n, sizeof(CUtensorMap), cudaMemcpyHostToDevice, s));
+    key_p[n] = p, key_kvd[n] = kvd;
+    return dev + n++;
+}
+
+// Whether prompt passes load keys and values by tensor boxes (load_block_box) at head dims of 64 or more:
+// G4_CUDA_ATTN_PROMPT_BOXES=1, default 0. A tuning knob: the same bytes land either way.
+static int attn_prompt_boxes(void)
+{
+    static int on = -1;
+    if (on < 0) on = env_positive("G4_CUDA_ATTN_PROMPT_BOXES", 0) > 0;
+    return on;
+}
+
+template <int D, int W, bool BOX>
 static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
@@ -581,14 +693,21 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
 {
     typedef attn_shape<D, W> S;
     static bool configured = false;
-    int smem = (int)(sizeof(uint16_t) * (S::NSLOT + 2 * KB) * S::LDS);
+    int smem = (int)(sizeof(uint16_t) * S::NSLOT * S::LDS + (BOX ? 1024 + 2 * KB * D * 2 : 2 * KB * S::LDS * 2));
     if (!configured) {
-        KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D, W, BOX>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         configured = true;
     }
-    kern_launch(attention_kernel<D, W>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new, cache_k,
+    struct attn_maps maps = {NULL, NULL, NULL, NULL};
+    if (BOX) {
+        const int kvd = n_kv * D;
+        maps.k_new = attn_box_map(k_new, kvd, s), maps.v_new = attn_box_map(v_new, kvd, s);
+        maps.cache_k = attn_box_map(cache_k, kvd, s), maps.cache_v = attn_box_map(cache_v, kvd, s);
+    }
+    kern_launch(attention_kernel<D, W, BOX>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new, cache_k,
                 cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml, out,
-                kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0);
+                kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0,
+                maps);
     KERN_LAUNCHED();
 }
 
@@ -618,11 +737,14 @@ extern "C" int kern_attention(const uint16_t *q, const uint16_t *k_new, const ui
 #define CASE(d)                                                                                                    \
     case d:                                                                                                        \
         if (decode)                                                                                                \
-            launch<d, AW_DECODE>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, \
-                                 n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);       \
+            launch<d, AW_DECODE, false>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles,   \
+                                        n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s); \
+        else if (d >= 64 && attn_prompt_boxes())                                                                   \
+            launch<d, AW_PROMPT, (d >= 64)>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, \
+                                           n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s); \
         else                                                                                                       \
-            launch<d, AW_PROMPT>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, \
-                                 n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);       \
+            launch<d, AW_PROMPT, false>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles,   \
+                                        n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s); \
         break
     switch (D) {
         CASE(16);
