@@ -23,14 +23,8 @@
 //
 // Masks: full layers see k <= p (and, with mask_all, their own image block); sliding layers see
 // k > p - W and (k <= p or same block) — or, with mask_all, (k > p - W and k <= p) or same block.
-#include "common.cuh"
-#include "kernels.h"
+#include "attention.cuh"
 #include "kv_store.cuh"
-#include "mma.cuh"
-#include "tma_map.cuh"
-
-#define KB KERN_ATTN_KEY_BLOCK
-#define NP KERN_ATTN_PARTIALS
 #define AW_PROMPT 8 // warps per block in prompt passes
 #define AW_DECODE 4 // in decode passes: a decode row fills few slots, and two smaller CTAs per SM keep two key
                     // blocks in flight where one 8-warp CTA kept one
@@ -49,47 +43,6 @@ template <int D, int W> struct attn_shape {
 template <int PARTS> __device__ __forceinline__ void group_sync(int grp)
 {
     asm volatile("bar.sync %0, %1;\n" ::"r"(1 + grp), "r"(32 * PARTS) : "memory");
-}
-
-struct slot_info {
-    int pos, block, valid;
-};
-
-// e^x as every attention kernel computes it (the weights, the rescales, the merge): 2^(x log2 e) by the
-// hardware's approximation, two instructions where expf is a range-reduced polynomial of about twenty (a
-// 16-stream sliding layer 88.3 -> 83.1 µs, bench_cuda_attention); its error (~2^-22 relative, plus the
-// rounding of x log2 e) is far under the bf16 rounding of the weights. exp(-inf) = 0.
-__device__ __forceinline__ float attn_exp(float x) { return ex2_approx(x * 1.44269504088896341f); }
-
-// a * fa + b * fb with one rounding order wherever it is written (no contraction left to the compiler)
-__device__ __forceinline__ float fold_add(float a, float fa, float b, float fb)
-{
-    return __fmaf_rn(a, fa, __fmul_rn(b, fb));
-}
-
-// The merge rule: a running state (m, l, acc) takes partial (pm, pl, pacc), partials in order 0 .. NP-1. A
-// partial that saw no key (pm = -inf) changes nothing; an empty running state becomes the partial exactly;
-// otherwise both are rescaled to the larger maximum. fold_scales gives the two factors (fa for the running
-// state, fb for the partial) and updates m and l; the caller scales the outputs. Returns 0 for "unchanged".
-// (fold_factors: the two factors for a running maximum m and a partial's maximum pm > -inf. From the empty
-// state, m = -inf, they are 0 and 1, so the state becomes the partial exactly: l is 0 there, and
-// fold_add(0, 0, pl, 1) = pl.)
-__device__ __forceinline__ void fold_factors(float m, float pm, float *fa, float *fb)
-{
-    if (m == -INFINITY) {
-        *fa = 0.0f, *fb = 1.0f;
-        return;
-    }
-    float mn = fmaxf(m, pm);
-    *fa = attn_exp(m - mn), *fb = attn_exp(pm - mn);
-}
-
-__device__ __forceinline__ int fold_scales(float *m, float *l, float pm, float pl, float *fa, float *fb)
-{
-    if (pm == -INFINITY) return 0;
-    fold_factors(*m, pm, fa, fb);
-    *l = fold_add(*l, *fa, pl, *fb), *m = fmaxf(*m, pm);
-    return 1;
 }
 
 // One (row, head)'s output: its NP partials (ml: NP (max, sum) pairs, acc: NP rows of D) folded in partial
@@ -134,18 +87,6 @@ __device__ __forceinline__ void merge_slot(const float *ml, const float *acc, in
     }
 }
 
-// The key range [lo, hi] row m may see (before the per-key mask).
-__device__ __forceinline__ void row_range(const struct kern_row &m, int is_full, int window, int mask_all, int *lo,
-                                          int *hi)
-{
-    int in_block = m.block >= 0, last = m.pos0 + (m.item_end - m.base) - 1;
-    *lo = is_full ? 0 : m.pos - window + 1;
-    *hi = m.pos;
-    if (in_block && (!is_full || mask_all)) *hi = last;
-    if (in_block && mask_all && *lo > m.pos0) *lo = m.pos0;
-    if (*lo < 0) *lo = 0;
-}
-
 // Keys (or values) of block b into rows[KB][LDS], by every thread of the block; rows outside [lo, hi] are
 // written with zeros (their scores are masked and their values weighted 0, and 0 times stale bits could be
 // NaN). One bulk copy per position, counted on bar, which thread 0 arms with their bytes. A warp's copies
@@ -159,9 +100,6 @@ __device__ __forceinline__ void row_range(const struct kern_row &m, int is_full,
 // row's bytes, writes the zeros and copies the rows from the cache, which no kernel of the pass before the
 // attention writes (so it may run before kern_dep_wait); LOAD_FRESH, after the wait, copies the rows of the
 // step's new keys. The phase completes when both parts' bytes have come.
-#define LOAD_CACHE 1
-#define LOAD_FRESH 2
-#define LOAD_ALL 3
 template <int D>
 __device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16_t *fresh, const uint16_t *cache,
                                            const struct kern_row &m0, int b, int lo, int hi, int kvh, int cap, int kvd,
@@ -196,54 +134,6 @@ template <int D, bool BOX> __device__ __forceinline__ const void *kv_at(const un
 {
     if constexpr (BOX) return buf + (col >> 6) * (KB * 128) + tma_swizzled(row, (col & 63) >> 3);
     else return buf + ((size_t)row * (D + 8) + col) * 2;
-}
-
-// The tensor maps of a prompt launch with boxes: the step's new keys and values and the layer's caches, each
-// as rows of kvd halves in boxes of 64 x KB (attn_box_map).
-struct attn_maps {
-    const CUtensorMap *k_new, *v_new, *cache_k, *cache_v;
-};
-
-// Block b into a box buffer: a block whose KB positions all lie in [lo, hi] and all in the step's new rows or
-// all in one unwrapped run of the ring comes by D / 64 tensor copies from thread 0 (16 copies a key and value
-// block at D 512, where load_block issues 128 row copies, one lane at a time); any other block (a range's
-// edge, the ring's wrap, a block holding old and new rows) is copied by every thread, 16 bytes at a time,
-// through registers into the same swizzled places, zeros outside [lo, hi]. The bytes are the same either way.
-// The barrier is armed with the tensor copies' bytes (none for a copied block): the threads' own stores are
-// seen by the block after the __syncthreads that follows the wait. part: as load_block.
-template <int D>
-__device__ __forceinline__ void load_block_box(unsigned char *buf, const CUtensorMap *map_new, const CUtensorMap *map_cache,
-                                               const uint16_t *fresh, const uint16_t *cache, const struct kern_row &m0,
-                                               int b, int lo, int hi, int kvh, int cap, int kvd, uint64_t *bar,
-                                               int part = LOAD_ALL)
-{
-    const int kb0 = b * KB;
-    const bool in_all = kb0 >= lo && kb0 + KB - 1 <= hi, all_new = kb0 >= m0.pos0;
-    const bool whole = in_all && (all_new || (kb0 + KB - 1 < m0.pos0 && kb0 % cap + KB <= cap));
-    if (part & LOAD_CACHE) {
-        fence_proxy_async();
-        if (threadIdx.x == 0) mbar_arrive_expect(bar, whole ? (unsigned)KB * D * 2 : 0u);
-    }
-    if (whole) {
-        if (threadIdx.x == 0 && (part & (all_new ? LOAD_FRESH : LOAD_CACHE))) {
-            const int row0 = all_new ? m0.base + kb0 - m0.pos0 : m0.stream * cap + kb0 % cap;
-#pragma unroll
-            for (int c = 0; c < D / 64; c++)
-                tma_load_2d(buf + c * (KB * 128), all_new ? map_new : map_cache, kvh * D + c * 64, row0, bar);
-        }
-        return;
-    }
-    for (int i = threadIdx.x; i < KB * (D / 8); i += blockDim.x) {
-        const int j = i / (D / 8), u = i % (D / 8), kp = kb0 + j;
-        const bool in = kp >= lo && kp <= hi, is_new = in && kp >= m0.pos0;
-        if (!(part & (in ? (is_new ? LOAD_FRESH : LOAD_CACHE) : LOAD_CACHE))) continue;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (in) {
-            size_t off = is_new ? (size_t)(m0.base + kp - m0.pos0) * kvd : ((size_t)m0.stream * cap + kp % cap) * kvd;
-            v = __ldcg(reinterpret_cast<const uint4 *>((is_new ? fresh : cache) + off + (size_t)kvh * D) + u);
-        }
-        *reinterpret_cast<uint4 *>(buf + (u >> 3) * (KB * 128) + tma_swizzled(j, u & 7)) = v;
-    }
 }
 
 // One key and one value buffer: two blocks of 8 warps per multiprocessor (128 registers, spilling) and two
@@ -296,7 +186,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     // block b's keys (k) or values into their buffer, by rows or by boxes
     auto load = [&](bool k, int b, int lo_, int hi_, int part) {
         if constexpr (BOX)
-            load_block_box<D>(k ? kbuf : vbuf, k ? maps.k_new : maps.v_new, k ? maps.cache_k : maps.cache_v,
+            load_block_box<D>(k ? kbuf : vbuf, 0, D / 64, k ? maps.k_new : maps.v_new, k ? maps.cache_k : maps.cache_v,
                               k ? k_new : v_new, k ? cache_k : cache_v, m0, b, lo_, hi_, kvh, cap, kvd,
                               &bars[k ? 0 : 1], part);
         else
@@ -311,27 +201,16 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
         mbar_init(&bars[1], 1);
         mbar_init_fence();
     }
-    if (warp == 0) { // the union of the tile's rows' ranges
-        int lo = 1 << 30, hi = -1;
-        for (int i = lane; i < tile.nrows; i += 32) {
-            int a, b;
-            row_range(meta[tile.row0 + i], is_full, window, mask_all, &a, &b);
-            lo = a < lo ? a : lo;
-            hi = b > hi ? b : hi;
-        }
-#pragma unroll
-        for (int d = 16; d; d >>= 1) {
-            lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, d));
-            hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, d));
-        }
-        if (lane == 0) range_lo = lo, range_hi = hi;
-    }
+    tile_range(meta, tile, is_full, window, mask_all, &range_lo, &range_hi);
     // the two slots this thread holds scores for: rows g and g + 8 of its warp's 16
     struct slot_info sl[2];
+    size_t sidx[2]; // their (row, head) indices
+    int svalid[2];
 #pragma unroll
     for (int h = 0; h < 2; h++) {
         int s = grp * 16 + g + 8 * h;
-        sl[h].valid = s < n_slots;
+        sl[h].valid = svalid[h] = s < n_slots;
+        sidx[h] = (size_t)(tile.row0 + s / G) * n_heads + kvh * G + s % G;
         const struct kern_row mr = meta[tile.row0 + (sl[h].valid ? s / G : 0)];
         sl[h].pos = mr.pos;
         sl[h].block = mr.block;
@@ -339,16 +218,12 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     // This CTA's partials are blockIdx.z, + WZ, ... (WZ = gridDim.z, the host's choice); each runs exactly as
     // if alone. The (partial, block) pairs form one sequence, and the next pair's keys load while this pair's
     // weights and products run, its values while the scores run (kpar and vpar: the parities of the buffers'
-    // next phases), across partial boundaries too. A partial with no visible block is written empty. first_pair: the sequence's first pair to load (lw = NP: none).
-    auto first_of = [&](int b_first, int w) { return b_first + ((w - b_first % NP) % NP + NP) % NP; };
-    auto first_pair = [&](int lo, int hi, int *lw, int *lb) {
-        *lw = blockIdx.z, *lb = first_of(lo / KB, *lw);
-        while (*lw < NP && *lb > hi / KB) *lw += WZ, *lb = first_of(lo / KB, *lw);
-    };
+    // next phases), across partial boundaries too.
+    // A partial with no visible block is written empty.
     if (early) { // the first pair's cached rows before the wait, its new rows after it
         int lw, lb;
         __syncthreads(); // the range and the barriers
-        first_pair(range_lo, range_hi, &lw, &lb);
+        partial_first_pair(range_lo, range_hi, WZ, &lw, &lb);
         if (lw < NP) {
             load(true, lb, range_lo, range_hi, LOAD_CACHE);
             load(false, lb, range_lo, range_hi, LOAD_CACHE);
@@ -373,9 +248,9 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     int lw = NP, lb = 0; // the next pair to load (lw = NP: none)
     auto advance = [&]() { // b + NP in this partial, else the next partial's first
         lb += NP;
-        while (lw < NP && lb > b_last) lw += WZ, lb = first_of(b_first, lw);
+        while (lw < NP && lb > b_last) lw += WZ, lb = partial_first(b_first, lw);
     };
-    first_pair(lo, hi, &lw, &lb);
+    partial_first_pair(lo, hi, WZ, &lw, &lb);
     if (!early && lw < NP) {
         load(true, lb, lo, hi, LOAD_ALL);
         load(false, lb, lo, hi, LOAD_ALL);
@@ -392,7 +267,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
         float o[S::DP / 8][4];
 #pragma unroll
         for (int j = 0; j < S::DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
-        for (int b = first_of(b_first, w); b <= b_last; b += NP) {
+        for (int b = partial_first(b_first, w); b <= b_last; b += NP) {
             const int kb0 = b * KB;
             // (w, b) is in the buffers; (lw, lb), the next pair to load, goes into them once they are read
             const bool more = lw < NP;
@@ -421,32 +296,11 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
             }
             __syncthreads(); // every warp has its scores: the key buffer is free
             if (more) load(true, lb, lo, hi, LOAD_ALL);
-            // mask (not needed where the slot sees the whole block: the image block rule only adds keys); the
-            // block maximum of each of the two slots over the group's warps (a maximum: any order)
+            // the mask and the block maximum of each of the two slots over the group's warps (any order)
             float bm[2];
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const int p = sl[h].pos, in_block = sl[h].block >= 0;
-                const bool whole = sl[h].valid && kb0 + KB - 1 <= p && (is_full || kb0 > p - window);
-                bm[h] = -INFINITY;
-#pragma unroll
-                for (int j = 0; j < NT; j++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        float x = sc[j][2 * h + e];
-                        if (!whole) {
-                            int kp = kb0 + kw0 + j * 8 + 2 * t + e;
-                            int same = in_block && kp >= m0.pos0 && kp < m0.pos0 + (m0.item_end - m0.base) &&
-                                       meta[m0.base + kp - m0.pos0].block == sl[h].block;
-                            int vis = is_full ? (kp <= p || (same && mask_all))
-                                              : (mask_all ? ((kp > p - window && kp <= p) || same)
-                                                          : (kp > p - window && (kp <= p || same)));
-                            vis = vis && sl[h].valid && kp >= 0;
-                            x = vis ? x : -INFINITY;
-                            sc[j][2 * h + e] = x;
-                        }
-                        bm[h] = fmaxf(bm[h], x);
-                    }
+                bm[h] = block_mask_max<NT>(sc, h, sl[h], meta, m0, kb0, kw0, t, is_full, window, mask_all);
                 bm[h] = fmaxf(bm[h], __shfl_xor_sync(0xffffffffu, bm[h], 1));
                 bm[h] = fmaxf(bm[h], __shfl_xor_sync(0xffffffffu, bm[h], 2));
             }
@@ -464,17 +318,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
             for (int h = 0; h < 2; h++) {
                 float mn = fmaxf(mx[h], bm[h]);
                 corr[h] = mn == -INFINITY ? 1.0f : attn_exp(mx[h] - mn);
-                ps[h] = 0.0f;
-#pragma unroll
-                for (int j = 0; j < NT; j++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        float x = sc[j][2 * h + e], pe = (mn == -INFINITY || x == -INFINITY) ? 0.0f : attn_exp(x - mn);
-                        sc[j][2 * h + e] = pe;
-                        ps[h] += pe;
-                    }
-                ps[h] += __shfl_xor_sync(0xffffffffu, ps[h], 1);
-                ps[h] += __shfl_xor_sync(0xffffffffu, ps[h], 2);
+                block_weights<NT, 1>(sc, h, mn, &ps[h]);
                 mx[h] = mn;
             }
             if constexpr (S::PARTS > 1) {
@@ -528,45 +372,11 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
             advance();
         }
 
-        if (WZ == 1) {
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                float fa, fb;
-                if (!fold_scales(&rm[h], &rl[h], mx[h], l[h], &fa, &fb)) continue;
-#pragma unroll
-                for (int j = 0; j < S::DP / 8; j++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) ro[j][2 * h + e] = fold_add(ro[j][2 * h + e], fa, o[j][2 * h + e], fb);
-            }
-            continue;
-        }
-        // this partial's state per slot: (max, sum) and the unnormalised output
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            int s = grp * 16 + g + 8 * h;
-            if (!sl[h].valid) continue;
-            size_t idx = ((size_t)(tile.row0 + s / G) * n_heads + kvh * G + s % G) * NP + w;
-            if (dpart == 0 && t == 0) {
-                part_ml[2 * idx] = mx[h];
-                part_ml[2 * idx + 1] = l[h];
-            }
-            if (mx[h] == -INFINITY) continue; // the merge reads no output of a partial that saw no key
-            float *dst = part_acc + idx * D + dpart * S::DP;
-#pragma unroll
-            for (int j = 0; j < S::DP / 8; j++) *(float2 *)&dst[j * 8 + 2 * t] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
-        }
+        if (WZ == 1) partial_fold<S::DP / 8>(rm, rl, ro, mx, l, o);
+        else partial_store<S::DP / 8>(part_acc, part_ml, sidx, svalid, w, D, dpart * S::DP, t, dpart == 0 && t == 0,
+                                      mx, l, o);
     }
-    if (WZ == 1) { // the tile's final outputs
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            int s = grp * 16 + g + 8 * h;
-            if (!sl[h].valid) continue;
-            uint16_t *dst = out + ((size_t)(tile.row0 + s / G) * n_heads + kvh * G + s % G) * D + dpart * S::DP;
-#pragma unroll
-            for (int j = 0; j < S::DP / 8; j++)
-                *(uint32_t *)&dst[j * 8 + 2 * t] = pack_bf16x2(ro[j][2 * h] / rl[h], ro[j][2 * h + 1] / rl[h]);
-        }
-    }
+    if (WZ == 1) tile_out<S::DP / 8>(out, sidx, svalid, D, dpart * S::DP, t, rl, ro); // the tile's final outputs
 }
 
 // out (rows, heads, D) bf16 = the NP partials folded in partial order (fold_scales); with store, the (row,
@@ -622,7 +432,7 @@ extern "C" void kern_attention_force_partial_groups(int groups)
     forced_groups = groups;
 }
 
-static double env_positive(const char *name, double fallback)
+double attn_env_positive(const char *name, double fallback)
 {
     const char *v = getenv(name);
     return v && atof(v) > 0 ? atof(v) : fallback;
@@ -634,8 +444,8 @@ static int partial_groups(int units, int decode)
     static double per_sm[2];
     if (forced_groups) return forced_groups;
     if (!sms) {
-        per_sm[0] = env_positive("G4_CUDA_ATTN_PER_SM", 0.5);
-        per_sm[1] = env_positive("G4_CUDA_ATTN_PER_SM_DECODE", 2.0);
+        per_sm[0] = attn_env_positive("G4_CUDA_ATTN_PER_SM", 0.5);
+        per_sm[1] = attn_env_positive("G4_CUDA_ATTN_PER_SM_DECODE", 2.0);
         int dev = 0;
         KERN_CHECK(cudaGetDevice(&dev));
         KERN_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -652,7 +462,7 @@ extern "C" int kern_attention_groups(int tiles, int n_kv, int decode) { return p
 // copy on the launch's stream, so a pass captured in a graph after its eager first run finds its maps made.
 // A map's row count is a bound no box reaches, since a cache's rows (streams x cap) are not known here.
 #define ATTN_MAPS 1024
-static const CUtensorMap *attn_box_map(const uint16_t *p, int kvd, kern_stream s)
+const CUtensorMap *attn_box_map(const uint16_t *p, int kvd, kern_stream s)
 {
     static CUtensorMap *host = NULL, *dev = NULL;
     static const uint16_t *key_p[ATTN_MAPS];
@@ -681,7 +491,7 @@ static const CUtensorMap *attn_box_map(const uint16_t *p, int kvd, kern_stream s
 static int attn_prompt_boxes(void)
 {
     static int on = -1;
-    if (on < 0) on = env_positive("G4_CUDA_ATTN_PROMPT_BOXES", 0) > 0;
+    if (on < 0) on = attn_env_positive("G4_CUDA_ATTN_PROMPT_BOXES", 0) > 0;
     return on;
 }
 
