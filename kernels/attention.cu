@@ -455,13 +455,22 @@ static int partial_groups(int units, int decode)
     return wz;
 }
 
-extern "C" int kern_attention_groups(int tiles, int n_kv, int decode) { return partial_groups(tiles * n_kv, decode); }
+// Whether a pass of this mode runs attention_wg.cu's kernel at head dim D.
+static int use_wg(int D, int mode) { return mode == KERN_ATTN_PROMPT && attn_wg_split(D) && kern_attention_wg(); }
+
+extern "C" int kern_attention_groups(int tiles, int n_kv, int D, int mode)
+{
+    return use_wg(D, mode) ? partial_groups(tiles * n_kv * attn_wg_split(D), 0)
+                           : partial_groups(tiles * n_kv, mode == KERN_ATTN_NARROW);
+}
 
 // The tensor maps of prompt launches with boxes, one per (tensor, row width), made on first use and kept for
 // the process: a table in device memory (the kernels take pointers into it) filled from a pinned mirror by a
 // copy on the launch's stream, so a pass captured in a graph after its eager first run finds its maps made.
-// A map's row count is a bound no box reaches, since a cache's rows (streams x cap) are not known here.
-#define ATTN_MAPS 1024
+// A map's row count is a bound no box reaches, since a cache's rows (streams x cap) are not known here. A map
+// depends only on (pointer, row width), so an address that comes back from cudaMalloc reuses its entry; 4,096
+// entries (512 KB) leave room for the tests' many engines.
+#define ATTN_MAPS 4096
 const CUtensorMap *attn_box_map(const uint16_t *p, int kvd, kern_stream s)
 {
     static CUtensorMap *host = NULL, *dev = NULL;
@@ -521,10 +530,10 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
     KERN_LAUNCHED();
 }
 
-extern "C" int kern_attention_tile_rows(int D, int group, int decode)
+extern "C" int kern_attention_tile_rows(int D, int group, int mode)
 {
     if (D != 16 && D != 32 && D != 64 && D != 128 && D != 256 && D != 512) return 0;
-    int nslot = 16 * ((decode ? AW_DECODE : AW_PROMPT) / (D > 128 ? D / 128 : 1));
+    int nslot = use_wg(D, mode) ? 64 : 16 * ((mode == KERN_ATTN_NARROW ? AW_DECODE : AW_PROMPT) / (D > 128 ? D / 128 : 1));
     return group <= nslot ? nslot / group : 0;
 }
 
@@ -532,18 +541,24 @@ extern "C" int kern_attention(const uint16_t *q, const uint16_t *k_new, const ui
                               const uint16_t *cache_k, const uint16_t *cache_v, const struct kern_row *rows_meta,
                               const struct kern_tile *tiles, const int *n_tiles, int max_tiles, int split_tiles,
                               int rows, int n_heads, int n_kv, int D, int cap, int is_full, int window, int mask_all,
-                              int decode, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
+                              int mode, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
 {
+    const int decode = mode == KERN_ATTN_NARROW;
     if (rows == 0 || max_tiles == 0) return 0;
     if (split_tiles < 1 || split_tiles > max_tiles) {
         fprintf(stderr, "g4: fatal: kern_attention: split by %d tiles of at most %d\n", split_tiles, max_tiles);
         abort();
     }
-    if (n_heads % n_kv || kern_attention_tile_rows(D, n_heads / n_kv, decode) == 0) {
+    if (n_heads % n_kv || kern_attention_tile_rows(D, n_heads / n_kv, mode) == 0) {
         fprintf(stderr, "g4: fatal: kern_attention: %d query heads over %d kv heads at head dim %d\n", n_heads, n_kv, D);
         abort();
     }
-    const int wz = partial_groups(split_tiles * n_kv, decode);
+    const int wz = kern_attention_groups(split_tiles, n_kv, D, mode);
+    if (use_wg(D, mode)) {
+        attn_wg_launch(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, n_kv, D, cap,
+                       is_full, window, mask_all, wz, part_acc, part_ml, out, s);
+        return wz > 1;
+    }
 #define CASE(d)                                                                                                    \
     case d:                                                                                                        \
         if (decode)                                                                                                \

@@ -273,3 +273,12 @@ __device__ __forceinline__ void partial_first_pair(int lo, int hi, int wz, int *
 // name when positive, else fallback.
 const CUtensorMap *attn_box_map(const uint16_t *p, int kvd, kern_stream s);
 double attn_env_positive(const char *name, double fallback);
+
+// attention_wg.cu: the CTAs its kernel gives a (tile, kv head) at head dim D (1 or 2), 0 where it has none;
+// and its launch, kern_attention's arguments (wz: CTAs sharing a tile's partials, as partial_groups chose for
+// max_tiles x n_kv x split units).
+int attn_wg_split(int D);
+void attn_wg_launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
+                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
+                    const int *n_tiles, int max_tiles, int n_heads, int n_kv, int D, int cap, int is_full, int window,
+                    int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out, kern_stream s);
