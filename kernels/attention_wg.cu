@@ -31,7 +31,11 @@ template <int D> struct wg_shape {
     static constexpr int SMEM = 1024 + Q_BYTES + K_BYTES + V_BYTES; // 1024: the boxes' alignment
 };
 
-template <int D>
+// PV_MMA: the outputs by mma.sync steps from the same swizzled values (ldmatrix, transposed), in place of the
+// N-major wgmma steps: G4_CUDA_ATTN_WG_PV_MMA=1 or kern_set_attention_wg_pv_mma, a diagnostic (the same bits;
+// the project's only N-major descriptor is the wgmma step's, so a first run that differs tells which half is
+// wrong).
+template <int D, bool PV_MMA>
 __global__ void __launch_bounds__(256, 1) attention_wg_kernel(
     const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_new, const uint16_t *__restrict__ v_new,
     const uint16_t *__restrict__ cache_k, const uint16_t *__restrict__ cache_v, const struct kern_row *__restrict__ meta,
@@ -213,14 +217,29 @@ __global__ void __launch_bounds__(256, 1) attention_wg_kernel(
             uint32_t a[4][4];
 #pragma unroll
             for (int kc = 0; kc < 4; kc++) ldmatrix_x4(a[kc], &pw[s0 - g + (lane & 15)][kc * 16 + (lane >> 4) * 8]);
-            fence_operands<64>(&o[0][0]);
-            wgmma_fence();
+            if constexpr (PV_MMA) {
 #pragma unroll
-            for (int kc = 0; kc < 4; kc++)
-                wgmma_m64n128k16_rt(&o[0][0], a[kc], smem_desc(va + kc * 16 * 128, KB * 128, CM_MN_STEP, 1));
-            wgmma_commit();
-            wgmma_wait<0>();
-            fence_operands<64>(&o[0][0]);
+                for (int kc = 0; kc < 4; kc++)
+#pragma unroll
+                    for (int dj = 0; dj < 8; dj++) {
+                        const int row = kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8;
+                        const int col = wg * 128 + dj * 16 + (lane >> 4) * 8;
+                        uint32_t r[4];
+                        ldmatrix_x4_trans(r, vbuf + (col >> 6) * (KB * 128) + tma_swizzled(row, (col & 63) >> 3));
+                        uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
+                        mma_bf16_16816(o[2 * dj], a[kc], b0);
+                        mma_bf16_16816(o[2 * dj + 1], a[kc], b1);
+                    }
+            } else {
+                fence_operands<64>(&o[0][0]);
+                wgmma_fence();
+#pragma unroll
+                for (int kc = 0; kc < 4; kc++)
+                    wgmma_m64n128k16_rt(&o[0][0], a[kc], smem_desc(va + kc * 16 * 128, KB * 128, CM_MN_STEP, 1));
+                wgmma_commit();
+                wgmma_wait<0>();
+                fence_operands<64>(&o[0][0]);
+            }
             __syncthreads(); // the value buffer and pw are free
             if (more) load(false, lb, lo, hi, LOAD_ALL);
             advance();
@@ -232,7 +251,7 @@ __global__ void __launch_bounds__(256, 1) attention_wg_kernel(
     if (WZ == 1) tile_out<16>(out, sidx, svalid, D, 256 * half + 128 * wg, t, rl, ro);
 }
 
-template <int D>
+template <int D, bool PV_MMA>
 static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
@@ -241,13 +260,14 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
     typedef wg_shape<D> S;
     static bool configured = false;
     if (!configured) {
-        KERN_CHECK(cudaFuncSetAttribute(attention_wg_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, S::SMEM));
+        KERN_CHECK(cudaFuncSetAttribute(attention_wg_kernel<D, PV_MMA>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        S::SMEM));
         configured = true;
     }
     const int kvd = n_kv * D;
     const struct attn_maps maps = {attn_box_map(k_new, kvd, s), attn_box_map(v_new, kvd, s),
                                    attn_box_map(cache_k, kvd, s), attn_box_map(cache_v, kvd, s)};
-    kern_launch(attention_wg_kernel<D>, dim3(max_tiles, n_kv * S::SPLIT, wz), dim3(256), S::SMEM, s, q, k_new, v_new,
+    kern_launch(attention_wg_kernel<D, PV_MMA>, dim3(max_tiles, n_kv * S::SPLIT, wz), dim3(256), S::SMEM, s, q, k_new, v_new,
                 cache_k, cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc,
                 part_ml, out, kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0,
                 maps);
@@ -256,19 +276,26 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
 
 int attn_wg_split(int D) { return D == 256 || D == 512 ? D / 256 : 0; }
 
+static int pv_mma = -1; // G4_CUDA_ATTN_WG_PV_MMA, read on the first launch; kern_set_attention_wg_pv_mma
+
+extern "C" void kern_set_attention_wg_pv_mma(int on) { pv_mma = on != 0; }
+
 void attn_wg_launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                     const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
                     const int *n_tiles, int max_tiles, int n_heads, int n_kv, int D, int cap, int is_full, int window,
                     int mask_all, int wz, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
 {
-    if (D == 256)
-        launch<256>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles, n_heads, n_kv, cap, is_full,
-                    window, mask_all, wz, part_acc, part_ml, out, s);
-    else if (D == 512)
-        launch<512>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles, n_heads, n_kv, cap, is_full,
-                    window, mask_all, wz, part_acc, part_ml, out, s);
+    if (pv_mma < 0) pv_mma = attn_env_positive("G4_CUDA_ATTN_WG_PV_MMA", 0) > 0;
+#define WG_LAUNCH(d, pv)                                                                                           \
+    launch<d, pv>(q, k_new, v_new, cache_k, cache_v, meta, tiles, n_tiles, max_tiles, n_heads, n_kv, cap, is_full,   \
+                  window, mask_all, wz, part_acc, part_ml, out, s)
+    if (D == 256 && pv_mma) WG_LAUNCH(256, true);
+    else if (D == 256) WG_LAUNCH(256, false);
+    else if (D == 512 && pv_mma) WG_LAUNCH(512, true);
+    else if (D == 512) WG_LAUNCH(512, false);
     else {
         fprintf(stderr, "g4: fatal: attention_wg: head dim %d (256 or 512)\n", D);
         abort();
     }
+#undef WG_LAUNCH
 }

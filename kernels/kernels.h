@@ -66,6 +66,9 @@ void kern_set_merge_wide(int mode);
  * overrides the environment (tests: both give the same bits). Not for use mid-pass. */
 int kern_attention_wg(void);
 void kern_set_attention_wg(int on);
+/* The warpgroup kernel's outputs by mma.sync steps in place of N-major wgmma ones (G4_CUDA_ATTN_WG_PV_MMA=1):
+ * a diagnostic for the tests, the same bits. */
+void kern_set_attention_wg_pv_mma(int on);
 
 /* ---- matrix products ------------------------------------------------------------------------------------
  * y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias (N) fp32), K % 16 == 0, on tensor cores (mma.sync

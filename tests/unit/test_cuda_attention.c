@@ -6,7 +6,8 @@
  * sliding (head dim 256, 16 query heads over 8, window 1,024) and full (512, 16 over 1) layers and the wide
  * model's full one (512, 8 over 1), with an image block in the chunk under both mask rules: every way
  * kern_attention can run a pass must give the same bits for every row (kernels.h, "the mode never changes a
- * bit") — the warpgroup prompt kernel (attention_wg.cu), attention.cu's 8-warp kernel, its 4-warp decode
+ * bit") — attention.cu's 8-warp kernel, the warpgroup prompt kernel (attention_wg.cu; also with its outputs
+ * by mma.sync steps, which tells a wrong N-major wgmma step from the rest), attention.cu's 4-warp decode
  * kernel, and the warpgroup kernel with its partials over 4 and 16 CTAs and merged — and the outputs of a
  * sample of rows must be within bf16 rounding of a double-precision softmax over the same bf16 inputs (so
  * kernels that agree but are wrong fail too). */
@@ -41,19 +42,21 @@ static const struct attn_case CASES[] = {
     {"12B full, image block, mask_all", 512, 16, 1, 1, 0, 150, 100, 1, 1},
 };
 
-/* The ways a pass can run: a mode, the warpgroup kernel on or off, the partials forced over CTAs or not. */
+/* The ways a pass can run: a mode, the warpgroup kernel on or off (and its outputs by mma.sync steps, a
+ * diagnostic), the partials forced over CTAs or not. The first is the reference the others must equal. */
 struct attn_way {
     const char *what;
-    int mode, wg, groups;
+    int mode, wg, pv_mma, groups;
 };
 
 static const struct attn_way WAYS[] = {
-    {"prompt, warpgroup kernel", KERN_ATTN_PROMPT, 1, 0},
-    {"prompt, 8-warp kernel", KERN_ATTN_PROMPT, 0, 0},
-    {"wide (8 warps)", KERN_ATTN_WIDE, 1, 0},
-    {"narrow (4-warp decode kernel)", KERN_ATTN_NARROW, 1, 0},
-    {"prompt, warpgroup kernel, partials over 4 CTAs", KERN_ATTN_PROMPT, 1, 4},
-    {"prompt, warpgroup kernel, partials over 16 CTAs", KERN_ATTN_PROMPT, 1, 16},
+    {"prompt, 8-warp kernel", KERN_ATTN_PROMPT, 0, 0, 0},
+    {"prompt, warpgroup kernel", KERN_ATTN_PROMPT, 1, 0, 0},
+    {"prompt, warpgroup kernel, outputs by mma.sync", KERN_ATTN_PROMPT, 1, 1, 0},
+    {"wide (8 warps)", KERN_ATTN_WIDE, 1, 0, 0},
+    {"narrow (4-warp decode kernel)", KERN_ATTN_NARROW, 1, 0, 0},
+    {"prompt, warpgroup kernel, partials over 4 CTAs", KERN_ATTN_PROMPT, 1, 0, 4},
+    {"prompt, warpgroup kernel, partials over 16 CTAs", KERN_ATTN_PROMPT, 1, 0, 16},
 };
 #define N_WAYS ((int)(sizeof WAYS / sizeof *WAYS))
 
@@ -128,6 +131,7 @@ static void run_way(const struct attn_case *c, struct attn_data *a, const struct
 {
     int was_wg = kern_attention_wg();
     kern_set_attention_wg(w->wg);
+    kern_set_attention_wg_pv_mma(w->pv_mma);
     kern_attention_force_partial_groups(w->groups);
     int rows = kern_attention_tile_rows(c->D, c->n_heads / c->n_kv, w->mode), n = 0;
     struct kern_tile *tiles = calloc((size_t)c->R, sizeof *tiles);
@@ -142,6 +146,7 @@ static void run_way(const struct attn_case *c, struct attn_data *a, const struct
     CK(cudaStreamSynchronize(s));
     CK(cudaMemcpy(out, a->d_out, (size_t)c->R * a->qd * 2, cudaMemcpyDeviceToHost));
     kern_attention_force_partial_groups(0);
+    kern_set_attention_wg_pv_mma(0);
     kern_set_attention_wg(was_wg);
     free(tiles);
 }
