@@ -206,34 +206,13 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     struct slot_info sl[2];
     size_t sidx[2]; // their (row, head) indices
     int svalid[2];
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        int s = grp * 16 + g + 8 * h;
-        sl[h].valid = svalid[h] = s < n_slots;
-        sidx[h] = (size_t)(tile.row0 + s / G) * n_heads + kvh * G + s % G;
-        const struct kern_row mr = meta[tile.row0 + (sl[h].valid ? s / G : 0)];
-        sl[h].pos = mr.pos;
-        sl[h].block = mr.block;
-    }
+    slots_of(meta, tile, grp * 16 + g, G, n_heads, kvh, sl, sidx, svalid);
     // This CTA's partials are blockIdx.z, + WZ, ... (WZ = gridDim.z, the host's choice); each runs exactly as
     // if alone. The (partial, block) pairs form one sequence, and the next pair's keys load while this pair's
     // weights and products run, its values while the scores run (kpar and vpar: the parities of the buffers'
     // next phases), across partial boundaries too.
     // A partial with no visible block is written empty.
-    if (early) { // the first pair's cached rows before the wait, its new rows after it
-        int lw, lb;
-        __syncthreads(); // the range and the barriers
-        partial_first_pair(range_lo, range_hi, WZ, &lw, &lb);
-        if (lw < NP) {
-            load(true, lb, range_lo, range_hi, LOAD_CACHE);
-            load(false, lb, range_lo, range_hi, LOAD_CACHE);
-        }
-        if (early == 1) kern_dep_wait();
-        if (lw < NP) {
-            load(true, lb, range_lo, range_hi, LOAD_FRESH);
-            load(false, lb, range_lo, range_hi, LOAD_FRESH);
-        }
-    }
+    if (early) early_first_pair(load, &range_lo, &range_hi, WZ, early); // the first pair before the wait
     // queries of the block's slots: slot s = (row s / G of the tile, head kvh * G + s % G)
     for (int i = threadIdx.x; i < S::NSLOT * (D / 8); i += blockDim.x) {
         int s = i / (D / 8), c = (i % (D / 8)) * 8;
@@ -245,17 +224,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     __syncthreads();
     const int lo = range_lo, hi = range_hi;
     const int b_first = lo / KB, b_last = hi / KB;
-    int lw = NP, lb = 0; // the next pair to load (lw = NP: none)
-    auto advance = [&]() { // b + NP in this partial, else the next partial's first
-        lb += NP;
-        while (lw < NP && lb > b_last) lw += WZ, lb = partial_first(b_first, lw);
-    };
-    partial_first_pair(lo, hi, WZ, &lw, &lb);
-    if (!early && lw < NP) {
-        load(true, lb, lo, hi, LOAD_ALL);
-        load(false, lb, lo, hi, LOAD_ALL);
-    }
-    advance();
+    struct pair_cursor next = first_loads(load, lo, hi, WZ, early); // the next pair to load
     unsigned kpar = 0, vpar = 0;
     cp_async_wait<0>(); // the queries (visible to all after the loop's first __syncthreads)
     // with one CTA per tile (WZ = 1) the partials fold here, in order, by the merge kernel's rule
@@ -269,8 +238,8 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
         for (int j = 0; j < S::DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
         for (int b = partial_first(b_first, w); b <= b_last; b += NP) {
             const int kb0 = b * KB;
-            // (w, b) is in the buffers; (lw, lb), the next pair to load, goes into them once they are read
-            const bool more = lw < NP;
+            // (w, b) is in the buffers; next, the next pair to load, goes into them once they are read
+            const bool more = next.more();
             mbar_wait(&bars[0], kpar);
             kpar ^= 1u;
             __syncthreads();
@@ -295,7 +264,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
                 }
             }
             __syncthreads(); // every warp has its scores: the key buffer is free
-            if (more) load(true, lb, lo, hi, LOAD_ALL);
+            if (more) load(true, next.lb, lo, hi, LOAD_ALL);
             // the mask and the block maximum of each of the two slots over the group's warps (any order)
             float bm[2];
 #pragma unroll
@@ -368,8 +337,8 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
                 }
             }
             __syncthreads(); // the value buffer is free
-            if (more) load(false, lb, lo, hi, LOAD_ALL);
-            advance();
+            if (more) load(false, next.lb, lo, hi, LOAD_ALL);
+            next.advance();
         }
 
         if (WZ == 1) partial_fold<S::DP / 8>(rm, rl, ro, mx, l, o);

@@ -268,6 +268,72 @@ __device__ __forceinline__ void partial_first_pair(int lo, int hi, int wz, int *
     while (*lw < NP && *lb > hi / KB) *lw += wz, *lb = partial_first(lo / KB, *lw);
 }
 
+// The CTA's (partial, block) pairs to load, in order: its partials blockIdx.z, + wz, ..., each's blocks b with
+// b mod NP = w in [lo / KB, hi / KB]; lb is the next pair's block, none left once lw reaches NP.
+struct pair_cursor {
+    int lw, lb, b_first, b_last, wz;
+    __device__ __forceinline__ void start(int lo, int hi, int wz_)
+    {
+        b_first = lo / KB, b_last = hi / KB, wz = wz_;
+        partial_first_pair(lo, hi, wz, &lw, &lb);
+    }
+    __device__ __forceinline__ bool more() const { return lw < NP; }
+    __device__ __forceinline__ void advance() // b + NP in this partial, else the next partial's first
+    {
+        lb += NP;
+        while (lw < NP && lb > b_last) lw += wz, lb = partial_first(b_first, lw);
+    }
+};
+
+// With early loads (kernels.h) the first pair's cached rows load before kern_dep_wait (when early is 1) and its
+// new rows after it, by load(is_keys, block, lo, hi, part); the tile's range is read from shared memory after
+// the __syncthreads that publishes it (and the barriers).
+template <class Load>
+__device__ __forceinline__ void early_first_pair(Load load, const int *range_lo, const int *range_hi, int wz, int early)
+{
+    struct pair_cursor first;
+    __syncthreads();
+    first.start(*range_lo, *range_hi, wz);
+    if (first.more()) {
+        load(true, first.lb, *range_lo, *range_hi, LOAD_CACHE);
+        load(false, first.lb, *range_lo, *range_hi, LOAD_CACHE);
+    }
+    if (early == 1) kern_dep_wait();
+    if (first.more()) {
+        load(true, first.lb, *range_lo, *range_hi, LOAD_FRESH);
+        load(false, first.lb, *range_lo, *range_hi, LOAD_FRESH);
+    }
+}
+
+// The cursor past the first pair, which loads here unless early loads took it (early_first_pair).
+template <class Load> __device__ __forceinline__ struct pair_cursor first_loads(Load load, int lo, int hi, int wz, int early)
+{
+    struct pair_cursor next;
+    next.start(lo, hi, wz);
+    if (!early && next.more()) {
+        load(true, next.lb, lo, hi, LOAD_ALL);
+        load(false, next.lb, lo, hi, LOAD_ALL);
+    }
+    next.advance();
+    return next;
+}
+
+// A thread's two slots s0 and s0 + 8 of a tile (slot s: row s / G of the tile, query head kvh * G + s % G):
+// their row facts, whether they lie in the tile, and their (row, head) indices.
+__device__ __forceinline__ void slots_of(const struct kern_row *meta, const struct kern_tile &tile, int s0, int G,
+                                         int n_heads, int kvh, struct slot_info *sl, size_t *sidx, int *svalid)
+{
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        const int s = s0 + 8 * h;
+        sl[h].valid = svalid[h] = s < tile.nrows * G;
+        sidx[h] = (size_t)(tile.row0 + s / G) * n_heads + kvh * G + s % G;
+        const struct kern_row mr = meta[tile.row0 + (sl[h].valid ? s / G : 0)];
+        sl[h].pos = mr.pos;
+        sl[h].block = mr.block;
+    }
+}
+
 // Host side. The tensor map of rows of kvd halves at p, in boxes of 64 x KB, made on first use into a device
 // table (attention.cu; a new map asked for during a graph capture aborts). The value of environment variable
 // name when positive, else fallback.

@@ -78,33 +78,12 @@ __global__ void __launch_bounds__(256, 1) attention_wg_kernel(
     }
     tile_range(meta, tile, is_full, window, mask_all, &range_lo, &range_hi);
     struct slot_info sl[2];
-    size_t sidx[2]; // the slots' (row, head) indices
+    size_t sidx[2]; // their (row, head) indices
     int svalid[2];
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        const int s = s0 + 8 * h;
-        sl[h].valid = svalid[h] = s < n_slots;
-        sidx[h] = (size_t)(tile.row0 + s / G) * n_heads + kvh * G + s % G;
-        const struct kern_row mr = meta[tile.row0 + (sl[h].valid ? s / G : 0)];
-        sl[h].pos = mr.pos;
-        sl[h].block = mr.block;
-    }
+    slots_of(meta, tile, s0, G, n_heads, kvh, sl, sidx, svalid);
     // the (partial, block) pairs in attention.cu's order and pipeline: the next pair's keys load while this
     // pair's weights and products run, its values while the scores run
-    if (early) { // the first pair's cached rows before the wait, its new rows after it
-        int lw, lb;
-        __syncthreads(); // the range and the barriers
-        partial_first_pair(range_lo, range_hi, WZ, &lw, &lb);
-        if (lw < NP) {
-            load(true, lb, range_lo, range_hi, LOAD_CACHE);
-            load(false, lb, range_lo, range_hi, LOAD_CACHE);
-        }
-        if (early == 1) kern_dep_wait();
-        if (lw < NP) {
-            load(true, lb, range_lo, range_hi, LOAD_FRESH);
-            load(false, lb, range_lo, range_hi, LOAD_FRESH);
-        }
-    }
+    if (early) early_first_pair(load, &range_lo, &range_hi, WZ, early); // the first pair before the wait
     // the queries of the 64 slots (slot s: row s / G of the tile, head kvh * G + s % G; zeros past the tile)
     // into swizzled chunks of 64 dimensions, the A operand of the scores
     for (int i = threadIdx.x; i < 64 * (D / 8); i += blockDim.x) {
@@ -117,17 +96,7 @@ __global__ void __launch_bounds__(256, 1) attention_wg_kernel(
     __syncthreads();
     const int lo = range_lo, hi = range_hi;
     const int b_first = lo / KB, b_last = hi / KB;
-    int lw = NP, lb = 0; // the next pair to load (lw = NP: none)
-    auto advance = [&]() {
-        lb += NP;
-        while (lw < NP && lb > b_last) lw += WZ, lb = partial_first(b_first, lw);
-    };
-    partial_first_pair(lo, hi, WZ, &lw, &lb);
-    if (!early && lw < NP) {
-        load(true, lb, lo, hi, LOAD_ALL);
-        load(false, lb, lo, hi, LOAD_ALL);
-    }
-    advance();
+    struct pair_cursor next = first_loads(load, lo, hi, WZ, early); // the next pair to load
     unsigned kpar = 0, vpar = 0;
     cp_async_wait<0>();
     fence_proxy_async(); // this thread's query copies, for wgmma's reads after the loop's first __syncthreads
@@ -143,7 +112,7 @@ __global__ void __launch_bounds__(256, 1) attention_wg_kernel(
         for (int j = 0; j < 16; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
         for (int b = partial_first(b_first, w); b <= b_last; b += NP) {
             const int kb0 = b * KB;
-            const bool more = lw < NP;
+            const bool more = next.more();
             mbar_wait(&bars[0], kpar);
             kpar ^= 1u;
             fence_proxy_async(); // this thread's stores of a copied block, for wgmma's reads
@@ -163,7 +132,7 @@ __global__ void __launch_bounds__(256, 1) attention_wg_kernel(
             wgmma_wait<0>();
             fence_operands<16>(&sc[0][0]);
             __syncthreads(); // both warpgroups have their scores: the key buffer is free
-            if (more) load(true, lb, lo, hi, LOAD_ALL);
+            if (more) load(true, next.lb, lo, hi, LOAD_ALL);
             // the mask and each slot's block maximum over both warpgroups (a maximum: any order)
             float bm[2];
 #pragma unroll
@@ -241,8 +210,8 @@ __global__ void __launch_bounds__(256, 1) attention_wg_kernel(
                 fence_operands<64>(&o[0][0]);
             }
             __syncthreads(); // the value buffer and pw are free
-            if (more) load(false, lb, lo, hi, LOAD_ALL);
-            advance();
+            if (more) load(false, next.lb, lo, hi, LOAD_ALL);
+            next.advance();
         }
         if (WZ == 1) partial_fold<16>(rm, rl, ro, mx, l, o);
         else partial_store<16>(part_acc, part_ml, sidx, svalid, w, D, 256 * half + 128 * wg, t,
