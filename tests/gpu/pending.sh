@@ -254,7 +254,7 @@ tail)
     ;;
 wg)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
-    step attention_test 120 "$b/tests/test_cuda_attention"
+    step attention_test 120 env G4_REQUIRE_GPU=1 "$b/tests/test_cuda_attention"
     step engine 200 env G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/engine"
     step attention 90 "$b/bench/bench_cuda_attention"
     note "$(grep -E '^\| (sliding|full) \| 1024 \|' "$out/attention.log")"
