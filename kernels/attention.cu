@@ -464,14 +464,18 @@ const CUtensorMap *attn_box_map(const uint16_t *p, int kvd, kern_stream s)
     return dev + n++;
 }
 
-// Whether prompt passes load keys and values by tensor boxes (load_block_box) at head dims of 64 or more:
-// G4_CUDA_ATTN_PROMPT_BOXES=1, default 0. A tuning knob: the same bytes land either way.
+// Whether the 8-warp kernel loads keys and values by tensor boxes (load_block_box) at head dims of 64 or more:
+// G4_CUDA_ATTN_PROMPT_BOXES=1, default 0, or kern_set_attention_prompt_boxes. A tuning knob: the same bytes
+// land either way.
+static int prompt_boxes = -1;
+
 static int attn_prompt_boxes(void)
 {
-    static int on = -1;
-    if (on < 0) on = attn_env_positive("G4_CUDA_ATTN_PROMPT_BOXES", 0) > 0;
-    return on;
+    if (prompt_boxes < 0) prompt_boxes = attn_env_positive("G4_CUDA_ATTN_PROMPT_BOXES", 0) > 0;
+    return prompt_boxes;
 }
+
+extern "C" void kern_set_attention_prompt_boxes(int on) { prompt_boxes = on != 0; }
 
 template <int D, int W, bool BOX>
 static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,

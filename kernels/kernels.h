@@ -69,6 +69,9 @@ void kern_set_attention_wg(int on);
 /* The warpgroup kernel's outputs by mma.sync steps in place of N-major wgmma ones (G4_CUDA_ATTN_WG_PV_MMA=1):
  * a diagnostic for the tests, the same bits. */
 void kern_set_attention_wg_pv_mma(int on);
+/* attention.cu's 8-warp kernel with its keys and values by tensor boxes (G4_CUDA_ATTN_PROMPT_BOXES=1; off by
+ * default): the same bits. Not for use mid-pass, nor before a graph capture of a pass it has not run eagerly. */
+void kern_set_attention_prompt_boxes(int on);
 
 /* ---- matrix products ------------------------------------------------------------------------------------
  * y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias (N) fp32), K % 16 == 0, on tensor cores (mma.sync

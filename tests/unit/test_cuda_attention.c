@@ -6,9 +6,10 @@
  * sliding (head dim 256, 16 query heads over 8, window 1,024) and full (512, 16 over 1) layers and the wide
  * model's full one (512, 8 over 1), with an image block in the chunk under both mask rules: every way
  * kern_attention can run a pass must give the same bits for every row (kernels.h, "the mode never changes a
- * bit") — attention.cu's 8-warp kernel, the warpgroup prompt kernel (attention_wg.cu; also with its outputs
- * by mma.sync steps, which tells a wrong N-major wgmma step from the rest), attention.cu's 4-warp decode
- * kernel, and the warpgroup kernel with its partials over 4 and 16 CTAs and merged — and the outputs of a
+ * bit") — attention.cu's 8-warp kernel (also with its keys and values by tensor boxes), the warpgroup
+ * prompt kernel (attention_wg.cu; also with its outputs by mma.sync steps, which tells a wrong N-major
+ * wgmma step from the rest), attention.cu's 4-warp decode kernel, and the warpgroup kernel with its
+ * partials over 4 and 16 CTAs and merged — and the outputs of a
  * sample of rows must be within bf16 rounding of a double-precision softmax over the same bf16 inputs (so
  * kernels that agree but are wrong fail too). */
 #include <math.h>
@@ -46,17 +47,18 @@ static const struct attn_case CASES[] = {
  * diagnostic), the partials forced over CTAs or not. The first is the reference the others must equal. */
 struct attn_way {
     const char *what;
-    int mode, wg, pv_mma, groups;
+    int mode, wg, pv_mma, boxes, groups;
 };
 
 static const struct attn_way WAYS[] = {
-    {"prompt, 8-warp kernel", KERN_ATTN_PROMPT, 0, 0, 0},
-    {"prompt, warpgroup kernel", KERN_ATTN_PROMPT, 1, 0, 0},
-    {"prompt, warpgroup kernel, outputs by mma.sync", KERN_ATTN_PROMPT, 1, 1, 0},
-    {"wide (8 warps)", KERN_ATTN_WIDE, 1, 0, 0},
-    {"narrow (4-warp decode kernel)", KERN_ATTN_NARROW, 1, 0, 0},
-    {"prompt, warpgroup kernel, partials over 4 CTAs", KERN_ATTN_PROMPT, 1, 0, 4},
-    {"prompt, warpgroup kernel, partials over 16 CTAs", KERN_ATTN_PROMPT, 1, 0, 16},
+    {"prompt, 8-warp kernel", KERN_ATTN_PROMPT, 0, 0, 0, 0},
+    {"prompt, warpgroup kernel", KERN_ATTN_PROMPT, 1, 0, 0, 0},
+    {"prompt, warpgroup kernel, outputs by mma.sync", KERN_ATTN_PROMPT, 1, 1, 0, 0},
+    {"prompt, 8-warp kernel, tensor boxes", KERN_ATTN_PROMPT, 0, 0, 1, 0},
+    {"wide (8 warps)", KERN_ATTN_WIDE, 1, 0, 0, 0},
+    {"narrow (4-warp decode kernel)", KERN_ATTN_NARROW, 1, 0, 0, 0},
+    {"prompt, warpgroup kernel, partials over 4 CTAs", KERN_ATTN_PROMPT, 1, 0, 0, 4},
+    {"prompt, warpgroup kernel, partials over 16 CTAs", KERN_ATTN_PROMPT, 1, 0, 0, 16},
 };
 #define N_WAYS ((int)(sizeof WAYS / sizeof *WAYS))
 
@@ -132,6 +134,7 @@ static void run_way(const struct attn_case *c, struct attn_data *a, const struct
     int was_wg = kern_attention_wg();
     kern_set_attention_wg(w->wg);
     kern_set_attention_wg_pv_mma(w->pv_mma);
+    kern_set_attention_prompt_boxes(w->boxes);
     kern_attention_force_partial_groups(w->groups);
     int rows = kern_attention_tile_rows(c->D, c->n_heads / c->n_kv, w->mode), n = 0;
     struct kern_tile *tiles = calloc((size_t)c->R, sizeof *tiles);
@@ -147,6 +150,7 @@ static void run_way(const struct attn_case *c, struct attn_data *a, const struct
     CK(cudaMemcpy(out, a->d_out, (size_t)c->R * a->qd * 2, cudaMemcpyDeviceToHost));
     kern_attention_force_partial_groups(0);
     kern_set_attention_wg_pv_mma(0);
+    kern_set_attention_prompt_boxes(0);
     kern_set_attention_wg(was_wg);
     free(tiles);
 }
