@@ -23,13 +23,8 @@
 //
 // Masks: full layers see k <= p (and, with mask_all, their own image block); sliding layers see
 // k > p - W and (k <= p or same block) — or, with mask_all, (k > p - W and k <= p) or same block.
-#include "common.cuh"
-#include "kernels.h"
+#include "attention.cuh"
 #include "kv_store.cuh"
-#include "mma.cuh"
-
-#define KB KERN_ATTN_KEY_BLOCK
-#define NP KERN_ATTN_PARTIALS
 #define AW_PROMPT 8 // warps per block in prompt passes
 #define AW_DECODE 4 // in decode passes: a decode row fills few slots, and two smaller CTAs per SM keep two key
                     // blocks in flight where one 8-warp CTA kept one
@@ -48,47 +43,6 @@ template <int D, int W> struct attn_shape {
 template <int PARTS> __device__ __forceinline__ void group_sync(int grp)
 {
     asm volatile("bar.sync %0, %1;\n" ::"r"(1 + grp), "r"(32 * PARTS) : "memory");
-}
-
-struct slot_info {
-    int pos, block, valid;
-};
-
-// e^x as every attention kernel computes it (the weights, the rescales, the merge): 2^(x log2 e) by the
-// hardware's approximation, two instructions where expf is a range-reduced polynomial of about twenty (a
-// 16-stream sliding layer 88.3 -> 83.1 µs, bench_cuda_attention); its error (~2^-22 relative, plus the
-// rounding of x log2 e) is far under the bf16 rounding of the weights. exp(-inf) = 0.
-__device__ __forceinline__ float attn_exp(float x) { return ex2_approx(x * 1.44269504088896341f); }
-
-// a * fa + b * fb with one rounding order wherever it is written (no contraction left to the compiler)
-__device__ __forceinline__ float fold_add(float a, float fa, float b, float fb)
-{
-    return __fmaf_rn(a, fa, __fmul_rn(b, fb));
-}
-
-// The merge rule: a running state (m, l, acc) takes partial (pm, pl, pacc), partials in order 0 .. NP-1. A
-// partial that saw no key (pm = -inf) changes nothing; an empty running state becomes the partial exactly;
-// otherwise both are rescaled to the larger maximum. fold_scales gives the two factors (fa for the running
-// state, fb for the partial) and updates m and l; the caller scales the outputs. Returns 0 for "unchanged".
-// (fold_factors: the two factors for a running maximum m and a partial's maximum pm > -inf. From the empty
-// state, m = -inf, they are 0 and 1, so the state becomes the partial exactly: l is 0 there, and
-// fold_add(0, 0, pl, 1) = pl.)
-__device__ __forceinline__ void fold_factors(float m, float pm, float *fa, float *fb)
-{
-    if (m == -INFINITY) {
-        *fa = 0.0f, *fb = 1.0f;
-        return;
-    }
-    float mn = fmaxf(m, pm);
-    *fa = attn_exp(m - mn), *fb = attn_exp(pm - mn);
-}
-
-__device__ __forceinline__ int fold_scales(float *m, float *l, float pm, float pl, float *fa, float *fb)
-{
-    if (pm == -INFINITY) return 0;
-    fold_factors(*m, pm, fa, fb);
-    *l = fold_add(*l, *fa, pl, *fb), *m = fmaxf(*m, pm);
-    return 1;
 }
 
 // One (row, head)'s output: its NP partials (ml: NP (max, sum) pairs, acc: NP rows of D) folded in partial
@@ -133,18 +87,6 @@ __device__ __forceinline__ void merge_slot(const float *ml, const float *acc, in
     }
 }
 
-// The key range [lo, hi] row m may see (before the per-key mask).
-__device__ __forceinline__ void row_range(const struct kern_row &m, int is_full, int window, int mask_all, int *lo,
-                                          int *hi)
-{
-    int in_block = m.block >= 0, last = m.pos0 + (m.item_end - m.base) - 1;
-    *lo = is_full ? 0 : m.pos - window + 1;
-    *hi = m.pos;
-    if (in_block && (!is_full || mask_all)) *hi = last;
-    if (in_block && mask_all && *lo > m.pos0) *lo = m.pos0;
-    if (*lo < 0) *lo = 0;
-}
-
 // Keys (or values) of block b into rows[KB][LDS], by every thread of the block; rows outside [lo, hi] are
 // written with zeros (their scores are masked and their values weighted 0, and 0 times stale bits could be
 // NaN). One bulk copy per position, counted on bar, which thread 0 arms with their bytes. A warp's copies
@@ -158,9 +100,6 @@ __device__ __forceinline__ void row_range(const struct kern_row &m, int is_full,
 // row's bytes, writes the zeros and copies the rows from the cache, which no kernel of the pass before the
 // attention writes (so it may run before kern_dep_wait); LOAD_FRESH, after the wait, copies the rows of the
 // step's new keys. The phase completes when both parts' bytes have come.
-#define LOAD_CACHE 1
-#define LOAD_FRESH 2
-#define LOAD_ALL 3
 template <int D>
 __device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16_t *fresh, const uint16_t *cache,
                                            const struct kern_row &m0, int b, int lo, int hi, int kvh, int cap, int kvd,
@@ -187,16 +126,26 @@ __device__ __forceinline__ void load_block(uint16_t (*rows)[D + 8], const uint16
     }
 }
 
+// The key (or value) buffer in prompt passes with boxes (G4_CUDA_ATTN_PROMPT_BOXES): D / 64 column chunks of
+// KB rows x 128 bytes, each row's 16-byte pieces swizzled as a 128-byte-swizzle tensor copy leaves them
+// (tma_swizzled), at a 1024-aligned base; the address of (row, col) as the mma fragments read it. Without
+// boxes, the rows of D + 8 halves that load_block fills.
+template <int D, bool BOX> __device__ __forceinline__ const void *kv_at(const unsigned char *buf, int row, int col)
+{
+    if constexpr (BOX) return buf + (col >> 6) * (KB * 128) + tma_swizzled(row, (col & 63) >> 3);
+    else return buf + ((size_t)row * (D + 8) + col) * 2;
+}
+
 // One key and one value buffer: two blocks of 8 warps per multiprocessor (128 registers, spilling) and two
 // pairs in flight (prompt passes, version 13.1), or two pairs in 4-warp decode blocks (version 13.2: 64 streams
 // 207 -> 315 µs a sliding layer, one block per multiprocessor) gained nothing.
-template <int D, int W>
+template <int D, int W, bool BOX>
 __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     const uint16_t *__restrict__ q, const uint16_t *__restrict__ k_new, const uint16_t *__restrict__ v_new,
     const uint16_t *__restrict__ cache_k, const uint16_t *__restrict__ cache_v, const struct kern_row *__restrict__ meta,
     const struct kern_tile *__restrict__ tiles, const int *__restrict__ n_tiles, int n_heads, int n_kv, int cap,
     int is_full, int window, int mask_all, float *__restrict__ part_acc, float *__restrict__ part_ml,
-    uint16_t *__restrict__ out, int early)
+    uint16_t *__restrict__ out, int early, const struct attn_maps maps)
 {
     kern_dep_launch();
     // a graph's grid covers every tile its rows could form; blocks past the pass's own return before waiting
@@ -217,9 +166,12 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     typedef attn_shape<D, W> S;
     extern __shared__ __align__(16) unsigned char smem_raw[];
     uint16_t(*qs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw);
-    // the keys after the queries, the values after the keys
-    uint16_t(*ks)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(smem_raw + sizeof(uint16_t) * S::NSLOT * S::LDS);
-    uint16_t(*vs)[S::LDS] = ks + KB;
+    // the keys after the queries (1024-aligned with boxes), the values after the keys
+    unsigned char *kbuf = smem_raw + sizeof(uint16_t) * S::NSLOT * S::LDS;
+    if constexpr (BOX) kbuf += (1024 - (smem_u32(kbuf) & 1023)) & 1023;
+    unsigned char *vbuf = kbuf + (BOX ? KB * D * 2 : KB * S::LDS * 2);
+    uint16_t(*ks)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(kbuf);
+    uint16_t(*vs)[S::LDS] = reinterpret_cast<uint16_t(*)[S::LDS]>(vbuf);
     __shared__ int range_lo, range_hi;
     __shared__ uint64_t bars[2]; // the key block's and the value block's arrivals (load_block)
     __shared__ float red_max[S::XG][S::PARTS][16], red_sum[S::XG][S::PARTS][16];
@@ -231,6 +183,16 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     const int grp = warp / S::PARTS, dpart = warp % S::PARTS, kw0 = dpart * S::KW;
     const struct kern_row m0 = meta[tile.row0];
+    // block b's keys (k) or values into their buffer, by rows or by boxes
+    auto load = [&](bool k, int b, int lo_, int hi_, int part) {
+        if constexpr (BOX)
+            load_block_box<D>(k ? kbuf : vbuf, 0, D / 64, k ? maps.k_new : maps.v_new, k ? maps.cache_k : maps.cache_v,
+                              k ? k_new : v_new, k ? cache_k : cache_v, m0, b, lo_, hi_, kvh, cap, kvd,
+                              &bars[k ? 0 : 1], part);
+        else
+            load_block<D>(k ? ks : vs, k ? k_new : v_new, k ? cache_k : cache_v, m0, b, lo_, hi_, kvh, cap, kvd,
+                          &bars[k ? 0 : 1], part);
+    };
     const int n_slots = tile.nrows * G;
     const bool live = grp * 16 < n_slots;
 
@@ -239,54 +201,18 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
         mbar_init(&bars[1], 1);
         mbar_init_fence();
     }
-    if (warp == 0) { // the union of the tile's rows' ranges
-        int lo = 1 << 30, hi = -1;
-        for (int i = lane; i < tile.nrows; i += 32) {
-            int a, b;
-            row_range(meta[tile.row0 + i], is_full, window, mask_all, &a, &b);
-            lo = a < lo ? a : lo;
-            hi = b > hi ? b : hi;
-        }
-#pragma unroll
-        for (int d = 16; d; d >>= 1) {
-            lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, d));
-            hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, d));
-        }
-        if (lane == 0) range_lo = lo, range_hi = hi;
-    }
+    tile_range(meta, tile, is_full, window, mask_all, &range_lo, &range_hi);
     // the two slots this thread holds scores for: rows g and g + 8 of its warp's 16
     struct slot_info sl[2];
-#pragma unroll
-    for (int h = 0; h < 2; h++) {
-        int s = grp * 16 + g + 8 * h;
-        sl[h].valid = s < n_slots;
-        const struct kern_row mr = meta[tile.row0 + (sl[h].valid ? s / G : 0)];
-        sl[h].pos = mr.pos;
-        sl[h].block = mr.block;
-    }
+    size_t sidx[2]; // their (row, head) indices
+    int svalid[2];
+    slots_of(meta, tile, grp * 16 + g, G, n_heads, kvh, sl, sidx, svalid);
     // This CTA's partials are blockIdx.z, + WZ, ... (WZ = gridDim.z, the host's choice); each runs exactly as
     // if alone. The (partial, block) pairs form one sequence, and the next pair's keys load while this pair's
     // weights and products run, its values while the scores run (kpar and vpar: the parities of the buffers'
-    // next phases), across partial boundaries too. A partial with no visible block is written empty. first_pair: the sequence's first pair to load (lw = NP: none).
-    auto first_of = [&](int b_first, int w) { return b_first + ((w - b_first % NP) % NP + NP) % NP; };
-    auto first_pair = [&](int lo, int hi, int *lw, int *lb) {
-        *lw = blockIdx.z, *lb = first_of(lo / KB, *lw);
-        while (*lw < NP && *lb > hi / KB) *lw += WZ, *lb = first_of(lo / KB, *lw);
-    };
-    if (early) { // the first pair's cached rows before the wait, its new rows after it
-        int lw, lb;
-        __syncthreads(); // the range and the barriers
-        first_pair(range_lo, range_hi, &lw, &lb);
-        if (lw < NP) {
-            load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], LOAD_CACHE);
-            load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], LOAD_CACHE);
-        }
-        if (early == 1) kern_dep_wait();
-        if (lw < NP) {
-            load_block<D>(ks, k_new, cache_k, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[0], LOAD_FRESH);
-            load_block<D>(vs, v_new, cache_v, m0, lb, range_lo, range_hi, kvh, cap, kvd, &bars[1], LOAD_FRESH);
-        }
-    }
+    // next phases), across partial boundaries too.
+    // A partial with no visible block is written empty.
+    if (early) early_first_pair(load, &range_lo, &range_hi, WZ, early); // the first pair before the wait
     // queries of the block's slots: slot s = (row s / G of the tile, head kvh * G + s % G)
     for (int i = threadIdx.x; i < S::NSLOT * (D / 8); i += blockDim.x) {
         int s = i / (D / 8), c = (i % (D / 8)) * 8;
@@ -298,17 +224,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
     __syncthreads();
     const int lo = range_lo, hi = range_hi;
     const int b_first = lo / KB, b_last = hi / KB;
-    int lw = NP, lb = 0; // the next pair to load (lw = NP: none)
-    auto advance = [&]() { // b + NP in this partial, else the next partial's first
-        lb += NP;
-        while (lw < NP && lb > b_last) lw += WZ, lb = first_of(b_first, lw);
-    };
-    first_pair(lo, hi, &lw, &lb);
-    if (!early && lw < NP) {
-        load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[0]);
-        load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[1]);
-    }
-    advance();
+    struct pair_cursor next = first_loads(load, lo, hi, WZ, early); // the next pair to load
     unsigned kpar = 0, vpar = 0;
     cp_async_wait<0>(); // the queries (visible to all after the loop's first __syncthreads)
     // with one CTA per tile (WZ = 1) the partials fold here, in order, by the merge kernel's rule
@@ -320,10 +236,10 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
         float o[S::DP / 8][4];
 #pragma unroll
         for (int j = 0; j < S::DP / 8; j++) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.0f;
-        for (int b = first_of(b_first, w); b <= b_last; b += NP) {
+        for (int b = partial_first(b_first, w); b <= b_last; b += NP) {
             const int kb0 = b * KB;
-            // (w, b) is in the buffers; (lw, lb), the next pair to load, goes into them once they are read
-            const bool more = lw < NP;
+            // (w, b) is in the buffers; next, the next pair to load, goes into them once they are read
+            const bool more = next.more();
             mbar_wait(&bars[0], kpar);
             kpar ^= 1u;
             __syncthreads();
@@ -340,40 +256,20 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
 #pragma unroll
                 for (int nj = 0; nj < NT / 2; nj++) {
                     uint32_t r[4];
-                    ldmatrix_x4(r, &ks[kw0 + nj * 16 + (lane & 7) + ((lane >> 4) << 3)][kc * 16 + ((lane >> 3) & 1) * 8]);
+                    ldmatrix_x4(r, kv_at<D, BOX>(kbuf, kw0 + nj * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                                 kc * 16 + ((lane >> 3) & 1) * 8));
                     uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
                     mma_bf16_16816(sc[2 * nj], a, b0);
                     mma_bf16_16816(sc[2 * nj + 1], a, b1);
                 }
             }
             __syncthreads(); // every warp has its scores: the key buffer is free
-            if (more) load_block<D>(ks, k_new, cache_k, m0, lb, lo, hi, kvh, cap, kvd, &bars[0]);
-            // mask (not needed where the slot sees the whole block: the image block rule only adds keys); the
-            // block maximum of each of the two slots over the group's warps (a maximum: any order)
+            if (more) load(true, next.lb, lo, hi, LOAD_ALL);
+            // the mask and the block maximum of each of the two slots over the group's warps (any order)
             float bm[2];
 #pragma unroll
             for (int h = 0; h < 2; h++) {
-                const int p = sl[h].pos, in_block = sl[h].block >= 0;
-                const bool whole = sl[h].valid && kb0 + KB - 1 <= p && (is_full || kb0 > p - window);
-                bm[h] = -INFINITY;
-#pragma unroll
-                for (int j = 0; j < NT; j++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        float x = sc[j][2 * h + e];
-                        if (!whole) {
-                            int kp = kb0 + kw0 + j * 8 + 2 * t + e;
-                            int same = in_block && kp >= m0.pos0 && kp < m0.pos0 + (m0.item_end - m0.base) &&
-                                       meta[m0.base + kp - m0.pos0].block == sl[h].block;
-                            int vis = is_full ? (kp <= p || (same && mask_all))
-                                              : (mask_all ? ((kp > p - window && kp <= p) || same)
-                                                          : (kp > p - window && (kp <= p || same)));
-                            vis = vis && sl[h].valid && kp >= 0;
-                            x = vis ? x : -INFINITY;
-                            sc[j][2 * h + e] = x;
-                        }
-                        bm[h] = fmaxf(bm[h], x);
-                    }
+                bm[h] = block_mask_max<NT>(sc, h, sl[h], meta, m0, kb0, kw0, t, is_full, window, mask_all);
                 bm[h] = fmaxf(bm[h], __shfl_xor_sync(0xffffffffu, bm[h], 1));
                 bm[h] = fmaxf(bm[h], __shfl_xor_sync(0xffffffffu, bm[h], 2));
             }
@@ -391,17 +287,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
             for (int h = 0; h < 2; h++) {
                 float mn = fmaxf(mx[h], bm[h]);
                 corr[h] = mn == -INFINITY ? 1.0f : attn_exp(mx[h] - mn);
-                ps[h] = 0.0f;
-#pragma unroll
-                for (int j = 0; j < NT; j++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) {
-                        float x = sc[j][2 * h + e], pe = (mn == -INFINITY || x == -INFINITY) ? 0.0f : attn_exp(x - mn);
-                        sc[j][2 * h + e] = pe;
-                        ps[h] += pe;
-                    }
-                ps[h] += __shfl_xor_sync(0xffffffffu, ps[h], 1);
-                ps[h] += __shfl_xor_sync(0xffffffffu, ps[h], 2);
+                block_weights<NT, 1>(sc, h, mn, &ps[h]);
                 mx[h] = mn;
             }
             if constexpr (S::PARTS > 1) {
@@ -443,56 +329,23 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
 #pragma unroll
                 for (int dj = 0; dj < S::DP / 16; dj++) {
                     uint32_t r[4];
-                    ldmatrix_x4_trans(r, &vs[kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8][dpart * S::DP + dj * 16 + (lane >> 4) * 8]);
+                    ldmatrix_x4_trans(r, kv_at<D, BOX>(vbuf, kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8,
+                                                       dpart * S::DP + dj * 16 + (lane >> 4) * 8));
                     uint32_t b0[2] = {r[0], r[1]}, b1[2] = {r[2], r[3]};
                     mma_bf16_16816(o[2 * dj], a, b0);
                     mma_bf16_16816(o[2 * dj + 1], a, b1);
                 }
             }
             __syncthreads(); // the value buffer is free
-            if (more) load_block<D>(vs, v_new, cache_v, m0, lb, lo, hi, kvh, cap, kvd, &bars[1]);
-            advance();
+            if (more) load(false, next.lb, lo, hi, LOAD_ALL);
+            next.advance();
         }
 
-        if (WZ == 1) {
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                float fa, fb;
-                if (!fold_scales(&rm[h], &rl[h], mx[h], l[h], &fa, &fb)) continue;
-#pragma unroll
-                for (int j = 0; j < S::DP / 8; j++)
-#pragma unroll
-                    for (int e = 0; e < 2; e++) ro[j][2 * h + e] = fold_add(ro[j][2 * h + e], fa, o[j][2 * h + e], fb);
-            }
-            continue;
-        }
-        // this partial's state per slot: (max, sum) and the unnormalised output
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            int s = grp * 16 + g + 8 * h;
-            if (!sl[h].valid) continue;
-            size_t idx = ((size_t)(tile.row0 + s / G) * n_heads + kvh * G + s % G) * NP + w;
-            if (dpart == 0 && t == 0) {
-                part_ml[2 * idx] = mx[h];
-                part_ml[2 * idx + 1] = l[h];
-            }
-            if (mx[h] == -INFINITY) continue; // the merge reads no output of a partial that saw no key
-            float *dst = part_acc + idx * D + dpart * S::DP;
-#pragma unroll
-            for (int j = 0; j < S::DP / 8; j++) *(float2 *)&dst[j * 8 + 2 * t] = make_float2(o[j][2 * h], o[j][2 * h + 1]);
-        }
+        if (WZ == 1) partial_fold<S::DP / 8>(rm, rl, ro, mx, l, o);
+        else partial_store<S::DP / 8>(part_acc, part_ml, sidx, svalid, w, D, dpart * S::DP, t, dpart == 0 && t == 0,
+                                      mx, l, o);
     }
-    if (WZ == 1) { // the tile's final outputs
-#pragma unroll
-        for (int h = 0; h < 2; h++) {
-            int s = grp * 16 + g + 8 * h;
-            if (!sl[h].valid) continue;
-            uint16_t *dst = out + ((size_t)(tile.row0 + s / G) * n_heads + kvh * G + s % G) * D + dpart * S::DP;
-#pragma unroll
-            for (int j = 0; j < S::DP / 8; j++)
-                *(uint32_t *)&dst[j * 8 + 2 * t] = pack_bf16x2(ro[j][2 * h] / rl[h], ro[j][2 * h + 1] / rl[h]);
-        }
-    }
+    if (WZ == 1) tile_out<S::DP / 8>(out, sidx, svalid, D, dpart * S::DP, t, rl, ro); // the tile's final outputs
 }
 
 // out (rows, heads, D) bf16 = the NP partials folded in partial order (fold_scales); with store, the (row,
@@ -548,7 +401,7 @@ extern "C" void kern_attention_force_partial_groups(int groups)
     forced_groups = groups;
 }
 
-static double env_positive(const char *name, double fallback)
+double attn_env_positive(const char *name, double fallback)
 {
     const char *v = getenv(name);
     return v && atof(v) > 0 ? atof(v) : fallback;
@@ -560,8 +413,8 @@ static int partial_groups(int units, int decode)
     static double per_sm[2];
     if (forced_groups) return forced_groups;
     if (!sms) {
-        per_sm[0] = env_positive("G4_CUDA_ATTN_PER_SM", 0.5);
-        per_sm[1] = env_positive("G4_CUDA_ATTN_PER_SM_DECODE", 2.0);
+        per_sm[0] = attn_env_positive("G4_CUDA_ATTN_PER_SM", 0.5);
+        per_sm[1] = attn_env_positive("G4_CUDA_ATTN_PER_SM_DECODE", 2.0);
         int dev = 0;
         KERN_CHECK(cudaGetDevice(&dev));
         KERN_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -571,9 +424,60 @@ static int partial_groups(int units, int decode)
     return wz;
 }
 
-extern "C" int kern_attention_groups(int tiles, int n_kv, int decode) { return partial_groups(tiles * n_kv, decode); }
+// Whether a pass of this mode runs attention_wg.cu's kernel at head dim D.
+static int use_wg(int D, int mode) { return mode == KERN_ATTN_PROMPT && attn_wg_split(D) && kern_attention_wg(); }
 
-template <int D, int W>
+extern "C" int kern_attention_groups(int tiles, int n_kv, int D, int mode)
+{
+    return use_wg(D, mode) ? partial_groups(tiles * n_kv * attn_wg_split(D), 0)
+                           : partial_groups(tiles * n_kv, mode == KERN_ATTN_NARROW);
+}
+
+// The tensor maps of prompt launches with boxes, one per (tensor, row width), made on first use and kept for
+// the process: a table in device memory (the kernels take pointers into it) filled from a pinned mirror by a
+// copy on the launch's stream, so a pass captured in a graph after its eager first run finds its maps made.
+// A map's row count is a bound no box reaches, since a cache's rows (streams x cap) are not known here. A map
+// depends only on (pointer, row width), so an address that comes back from cudaMalloc reuses its entry; 4,096
+// entries (512 KB) leave room for the tests' many engines.
+#define ATTN_MAPS 4096
+const CUtensorMap *attn_box_map(const uint16_t *p, int kvd, kern_stream s)
+{
+    static CUtensorMap *host = NULL, *dev = NULL;
+    static const uint16_t *key_p[ATTN_MAPS];
+    static int key_kvd[ATTN_MAPS], n = 0;
+    for (int i = 0; i < n; i++)
+        if (key_p[i] == p && key_kvd[i] == kvd) return dev + i;
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    KERN_CHECK(cudaStreamIsCapturing(s, &capturing));
+    if (n == ATTN_MAPS || capturing != cudaStreamCaptureStatusNone) {
+        fprintf(stderr, "g4: fatal: attention tensor maps: %d of %d made, a new one %s\n", n, ATTN_MAPS,
+                capturing != cudaStreamCaptureStatusNone ? "asked for in a graph capture" : "past the table");
+        abort();
+    }
+    if (!host) {
+        KERN_CHECK(cudaMallocHost((void **)&host, sizeof(CUtensorMap) * ATTN_MAPS));
+        KERN_CHECK(cudaMalloc((void **)&dev, sizeof(CUtensorMap) * ATTN_MAPS));
+    }
+    host[n] = tma_map_rows(p, 1 << 24, kvd, KB, "kern_attention");
+    KERN_CHECK(cudaMemcpyAsync(dev + n, host + n, sizeof(CUtensorMap), cudaMemcpyHostToDevice, s));
+    key_p[n] = p, key_kvd[n] = kvd;
+    return dev + n++;
+}
+
+// Whether the 8-warp kernel loads keys and values by tensor boxes (load_block_box) at head dims of 64 or more:
+// G4_CUDA_ATTN_PROMPT_BOXES=1, default 0, or kern_set_attention_prompt_boxes. A tuning knob: the same bytes
+// land either way.
+static int prompt_boxes = -1;
+
+static int attn_prompt_boxes(void)
+{
+    if (prompt_boxes < 0) prompt_boxes = attn_env_positive("G4_CUDA_ATTN_PROMPT_BOXES", 0) > 0;
+    return prompt_boxes;
+}
+
+extern "C" void kern_set_attention_prompt_boxes(int on) { prompt_boxes = on != 0; }
+
+template <int D, int W, bool BOX>
 static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int n_heads, int n_kv, int cap, int is_full, int window,
@@ -581,21 +485,28 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
 {
     typedef attn_shape<D, W> S;
     static bool configured = false;
-    int smem = (int)(sizeof(uint16_t) * (S::NSLOT + 2 * KB) * S::LDS);
+    int smem = (int)(sizeof(uint16_t) * S::NSLOT * S::LDS + (BOX ? 1024 + 2 * KB * D * 2 : 2 * KB * S::LDS * 2));
     if (!configured) {
-        KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D, W, BOX>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         configured = true;
     }
-    kern_launch(attention_kernel<D, W>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new, cache_k,
+    struct attn_maps maps = {NULL, NULL, NULL, NULL};
+    if (BOX) {
+        const int kvd = n_kv * D;
+        maps.k_new = attn_box_map(k_new, kvd, s), maps.v_new = attn_box_map(v_new, kvd, s);
+        maps.cache_k = attn_box_map(cache_k, kvd, s), maps.cache_v = attn_box_map(cache_v, kvd, s);
+    }
+    kern_launch(attention_kernel<D, W, BOX>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new, cache_k,
                 cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml, out,
-                kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0);
+                kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0,
+                maps);
     KERN_LAUNCHED();
 }
 
-extern "C" int kern_attention_tile_rows(int D, int group, int decode)
+extern "C" int kern_attention_tile_rows(int D, int group, int mode)
 {
     if (D != 16 && D != 32 && D != 64 && D != 128 && D != 256 && D != 512) return 0;
-    int nslot = 16 * ((decode ? AW_DECODE : AW_PROMPT) / (D > 128 ? D / 128 : 1));
+    int nslot = use_wg(D, mode) ? 64 : 16 * ((mode == KERN_ATTN_NARROW ? AW_DECODE : AW_PROMPT) / (D > 128 ? D / 128 : 1));
     return group <= nslot ? nslot / group : 0;
 }
 
@@ -603,26 +514,35 @@ extern "C" int kern_attention(const uint16_t *q, const uint16_t *k_new, const ui
                               const uint16_t *cache_k, const uint16_t *cache_v, const struct kern_row *rows_meta,
                               const struct kern_tile *tiles, const int *n_tiles, int max_tiles, int split_tiles,
                               int rows, int n_heads, int n_kv, int D, int cap, int is_full, int window, int mask_all,
-                              int decode, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
+                              int mode, float *part_acc, float *part_ml, uint16_t *out, kern_stream s)
 {
+    const int decode = mode == KERN_ATTN_NARROW;
     if (rows == 0 || max_tiles == 0) return 0;
     if (split_tiles < 1 || split_tiles > max_tiles) {
         fprintf(stderr, "g4: fatal: kern_attention: split by %d tiles of at most %d\n", split_tiles, max_tiles);
         abort();
     }
-    if (n_heads % n_kv || kern_attention_tile_rows(D, n_heads / n_kv, decode) == 0) {
+    if (n_heads % n_kv || kern_attention_tile_rows(D, n_heads / n_kv, mode) == 0) {
         fprintf(stderr, "g4: fatal: kern_attention: %d query heads over %d kv heads at head dim %d\n", n_heads, n_kv, D);
         abort();
     }
-    const int wz = partial_groups(split_tiles * n_kv, decode);
+    const int wz = kern_attention_groups(split_tiles, n_kv, D, mode);
+    if (use_wg(D, mode)) {
+        attn_wg_launch(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, n_kv, D, cap,
+                       is_full, window, mask_all, wz, part_acc, part_ml, out, s);
+        return wz > 1;
+    }
 #define CASE(d)                                                                                                    \
     case d:                                                                                                        \
         if (decode)                                                                                                \
-            launch<d, AW_DECODE>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, \
-                                 n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);       \
+            launch<d, AW_DECODE, false>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles,   \
+                                        n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s); \
+        else if (d >= 64 && attn_prompt_boxes())                                                                   \
+            launch<d, AW_PROMPT, (d >= 64)>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, \
+                                           n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s); \
         else                                                                                                       \
-            launch<d, AW_PROMPT>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles, n_heads, \
-                                 n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s);       \
+            launch<d, AW_PROMPT, false>(q, k_new, v_new, cache_k, cache_v, rows_meta, tiles, n_tiles, max_tiles,   \
+                                        n_heads, n_kv, cap, is_full, window, mask_all, wz, part_acc, part_ml, out, s); \
         break
     switch (D) {
         CASE(16);

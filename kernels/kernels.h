@@ -61,6 +61,17 @@ int kern_skinny_rows8(void);
 int kern_merge_wide_mode(void);
 int kern_merge_wide(int rows);
 void kern_set_merge_wide(int mode);
+/* Whether prompt passes (KERN_ATTN_PROMPT) at head dims 256 and 512 run the warpgroup attention kernel
+ * (attention_wg.cu); G4_CUDA_ATTN_WG=0 keeps them on attention.cu's 8-warp kernel. kern_set_attention_wg
+ * overrides the environment (tests: both give the same bits). Not for use mid-pass. */
+int kern_attention_wg(void);
+void kern_set_attention_wg(int on);
+/* The warpgroup kernel's outputs by mma.sync steps in place of N-major wgmma ones (G4_CUDA_ATTN_WG_PV_MMA=1):
+ * a diagnostic for the tests, the same bits. */
+void kern_set_attention_wg_pv_mma(int on);
+/* attention.cu's 8-warp kernel with its keys and values by tensor boxes (G4_CUDA_ATTN_PROMPT_BOXES=1; off by
+ * default): the same bits. Not for use mid-pass, nor before a graph capture of a pass it has not run eagerly. */
+void kern_set_attention_prompt_boxes(int on);
 
 /* ---- matrix products ------------------------------------------------------------------------------------
  * y (M, N) fp32 = x (M, K) bf16 · w (N, K)ᵀ bf16 (+ bias (N) fp32), K % 16 == 0, on tensor cores (mma.sync
@@ -205,7 +216,13 @@ void kern_qkv_prep(const float *qkv, int ld, int k_off, int v_off, const float *
 #define KERN_ATTN_KEY_BLOCK 64 /* key positions per block, cut at absolute positions */
 #define KERN_ATTN_PARTIALS 16  /* partial states per (row, head): key block b goes to partial b mod 16 */
 
-/* A tile: consecutive rows [row0, row0 + nrows) of one item, at most kern_attention_tile_rows(D, group, decode). */
+/* How a pass's attention runs: KERN_ATTN_WIDE, blocks of 8 warps (passes of 1-3 rows: few CTAs, each wide);
+ * KERN_ATTN_NARROW, blocks of 4 (decode passes of 4 to 64 rows: two a multiprocessor); KERN_ATTN_PROMPT, longer
+ * passes: at head dims 256 and 512 the warpgroup kernel (attention_wg.cu) unless kern_attention_wg is off,
+ * else as wide. The mode never changes a bit. */
+enum { KERN_ATTN_WIDE = 0, KERN_ATTN_NARROW = 1, KERN_ATTN_PROMPT = 2 };
+
+/* A tile: consecutive rows [row0, row0 + nrows) of one item, at most kern_attention_tile_rows(D, group, mode). */
 struct kern_tile {
     int row0, nrows;
 };
@@ -218,13 +235,13 @@ struct kern_kv_new {
     uint16_t *cache_k, *cache_v;
 };
 
-/* Rows of one tile for head dim D and `group` query heads per kv head, in blocks of 8 warps or, with `decode`
- * (passes of few rows), of 4; 0 when unsupported. A tile's size never changes a row's results. */
-int kern_attention_tile_rows(int D, int group, int decode);
+/* Rows of one tile for head dim D and `group` query heads per kv head in a pass of this mode (KERN_ATTN_*); 0
+ * when unsupported. A tile's size never changes a row's results. */
+int kern_attention_tile_rows(int D, int group, int mode);
 
 /* Attention of every row over its stream's keys: keys at positions >= the item's first position come from the step's
  * k_new/v_new (rows, KV*D) bf16, older ones from the layer's cache (streams, cap, KV*D) bf16 at slot pos % cap. q
- * (rows, Q*D) bf16. tiles: *n_tiles (device) of at most max_tiles, cut for `decode` or not (kern_attention_tile_rows);
+ * (rows, Q*D) bf16. tiles: *n_tiles (device) of at most max_tiles, cut for the pass's mode (kern_attention_tile_rows);
  * split_tiles is the pass's own tile count (*n_tiles), which chooses how many CTAs share a tile's partials
  * (kern_attention_groups), also where the grid covers max_tiles for a graph. is_full/window/mask_all select the mask
  * (engine.h). Writes out (rows, Q*D) bf16 and returns 0, or returns 1 having left KERN_ATTN_PARTIALS partial states per
@@ -233,12 +250,12 @@ int kern_attention_tile_rows(int D, int group, int decode);
 int kern_attention(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
                    const uint16_t *cache_v, const struct kern_row *rows_meta, const struct kern_tile *tiles,
                    const int *n_tiles, int max_tiles, int split_tiles, int rows, int n_heads, int n_kv, int D, int cap,
-                   int is_full, int window, int mask_all, int decode, float *part_acc, float *part_ml, uint16_t *out,
+                   int is_full, int window, int mask_all, int mode, float *part_acc, float *part_ml, uint16_t *out,
                    kern_stream s);
 
-/* How many CTAs kern_attention gives each (tile, kv head) of a pass of `tiles` tiles: 1, 2, 4, 8 or 16. A
- * graph of a pass is only replayed for passes with the same choice (cuda_step.c). */
-int kern_attention_groups(int tiles, int n_kv, int decode);
+/* How many CTAs kern_attention gives each (tile, kv head) of a pass of `tiles` tiles at head dim D: 1, 2, 4, 8
+ * or 16. A graph of a pass is only replayed for passes with the same choice (cuda_step.c). */
+int kern_attention_groups(int tiles, int n_kv, int D, int mode);
 
 /* out (rows, Q*D) bf16 = each (row, head)'s partials left by kern_attention, folded in partial order; with kv
  * (or NULL), the rows' new keys and values also go to their caches as kern_kv_store puts them, in the same

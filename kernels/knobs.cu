@@ -75,6 +75,20 @@ extern "C" int kern_merge_wide(int rows)
 
 extern "C" void kern_set_merge_wide(int mode) { merge_wide = mode < 0 ? -1 : mode != 0; }
 
+// G4_CUDA_ATTN_WG (kernels.h; on unless "0"): read once, then kern_set_attention_wg overrides it.
+static int attention_wg = -1;
+
+extern "C" int kern_attention_wg(void)
+{
+    if (attention_wg < 0) {
+        const char *v = getenv("G4_CUDA_ATTN_WG");
+        attention_wg = !(v && v[0] == '0');
+    }
+    return attention_wg;
+}
+
+extern "C" void kern_set_attention_wg(int on) { attention_wg = on != 0; }
+
 // G4_CUDA_WGMMA_ROWS (kernels.h, kern_gemm): the row count from which a product runs on the wgmma kernel instead
 // of the decode kernel; default 65 (the decode kernel up to 64 rows). Same bits either way. (The prompt kernel
 // from 64 rows for products of 8,192 outputs or more, faster alone for q|k|v, gate|up and the head, left the

@@ -62,6 +62,34 @@ __device__ __forceinline__ void wgmma_m64n128k16(float d[64], uint64_t da, uint6
                  : "l"(da), "l"(db), "r"(1));
 }
 
+// Attention's two steps (attention_wg.cu). Scores: d (64x32 fp32, this thread's 16) += a (64x16 queries,
+// K-major) · b (32x16 keys, K-major)ᵀ, both from shared memory.
+__device__ __forceinline__ void wgmma_m64n32k16(float d[16], uint64_t da, uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {"
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15"
+                 "}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+                 : WG_F16(0)
+                 : "l"(da), "l"(db), "r"(1));
+}
+
+// Outputs: d (64x128 fp32, this thread's 64) += a (64x16 weights from registers: mma.sync's A fragment of the
+// warp's 16 rows) · b (16 keys x 128 dimensions, N-major from shared memory: each 128-byte row one key's 64
+// dimensions, the descriptor's leading offset the step to the next 64 dimensions, its stride the next 8 keys).
+__device__ __forceinline__ void wgmma_m64n128k16_rt(float d[64], const uint32_t a[4], uint64_t db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+                 "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+                 "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+                 "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+                 "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"
+                 "}, {%64,%65,%66,%67}, %68, p, 1, 1, 1;\n}\n"
+                 : WG_F16(0), WG_F16(16), WG_F16(32), WG_F16(48)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+}
+
 template <int BN> __device__ __forceinline__ void wgmma_tile(float *d, uint64_t da, uint64_t db)
 {
     if (BN == 256) wgmma_m64n256k16(d, da, db);

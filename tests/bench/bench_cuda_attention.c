@@ -1,10 +1,13 @@
 /* bench_cuda_attention — decode attention alone (kern_attention with decode tiles, then kern_attention_merge with the
- * new keys' store, as a step runs them), at the 12B's two layer shapes: sliding (head dim 256, 16 query heads over 8
+ * new keys' store, as a step runs them), and prompt attention, at the 12B's two layer shapes: sliding (head dim 256, 16 query heads over 8
  * kv heads, window 1,024) and full (head dim 512, 16 query heads over 1). Decode attention is bound by reading each
  * stream's keys and values once per step, so the table gives microseconds per layer, GB/s of keys and values read
  * and that rate as a share of the copy rate (a 2 GiB device copy, read + write bytes per second, as in
  * bench_cuda_products and `g4 bench`'s floor), at 1, 4, 16 and 64 streams of one row, contexts 1k and 8k, and for one
- * stream's window of 16 rows.
+ * stream's window of 16 rows. A second table times a prompt chunk of 1,024 rows of one stream (its keys: the
+ * chunk's own and, at context 7,168, those of the 8k prompt's earlier chunks in the cache) on attention.cu's 8-warp
+ * kernel and on the warpgroup kernel (attention_wg.cu, kern_set_attention_wg), in µs and TFLOP/s (4 D flops a
+ * visible (row, head, key): scores and outputs).
  *
  * Each case cycles through enough copies of its caches (256 MB or more in all, up to 16) that a layer's keys are not
  * in the 50 MB L2 when read again, as in a real step. Launches follow each other on one stream with programmatic
@@ -44,12 +47,15 @@ static const struct bench_case CASES[] = {
     {4, 8192, 1}, {16, 8192, 1}, {64, 8192, 1}, {1, 1024, 16},
 };
 
+/* prompt chunks: the first of a prompt, and the last of an 8k one */
+static const struct bench_case PROMPT_CASES[] = {{1, 0, 1024}, {1, 7168, 1024}};
+
 /* The device buffers of one case. */
 struct attn_bufs {
     uint16_t *q, *k_new, *v_new, *out, *cache_k[MAX_COPIES], *cache_v[MAX_COPIES];
     struct kern_row *meta;
     struct kern_tile *tiles;
-    int *n_tiles, n_tiles_host, copies, cap, R;
+    int *n_tiles, n_tiles_host, copies, cap, R, mode;
     float *part_acc, *part_ml;
 };
 
@@ -61,16 +67,16 @@ static void *dev_alloc(size_t bytes, int fill)
     return p;
 }
 
-/* Rows, tiles and caches of case c at shape l. */
-static void bufs_make(struct attn_bufs *b, const struct layer_shape *l, const struct bench_case *c)
+/* Rows, tiles and caches of case c at shape l, for a pass of this mode (KERN_ATTN_*). */
+static void bufs_make(struct attn_bufs *b, const struct layer_shape *l, const struct bench_case *c, int mode)
 {
     int R = c->streams * c->rows, kvd = l->n_kv * l->D, qd = l->n_heads * l->D;
-    int tile_rows = kern_attention_tile_rows(l->D, l->n_heads / l->n_kv, 1);
+    int tile_rows = kern_attention_tile_rows(l->D, l->n_heads / l->n_kv, mode);
     struct kern_row *meta = calloc((size_t)R, sizeof *meta);
     struct kern_tile *tiles = calloc((size_t)R, sizeof *tiles);
     int max_context = c->ctx + ENGINE_MAX_WINDOW;
     memset(b, 0, sizeof *b);
-    b->R = R;
+    b->R = R, b->mode = mode;
     b->cap = l->is_full ? max_context : l->window - 1 + ENGINE_MAX_WINDOW;
     if (b->cap > max_context) b->cap = max_context;
     for (int s = 0, n = 0; s < c->streams; s++) {
@@ -125,7 +131,7 @@ static void layer(const struct attn_bufs *b, const struct layer_shape *l, int i,
     struct kern_kv_new kv = {b->k_new, b->v_new, b->meta, l->n_kv * l->D, b->cap, b->cache_k[i], b->cache_v[i]};
     int merge = kern_attention(b->q, b->k_new, b->v_new, b->cache_k[i], b->cache_v[i], b->meta, b->tiles, b->n_tiles,
                                b->n_tiles_host, b->n_tiles_host, b->R, l->n_heads, l->n_kv, l->D, b->cap, l->is_full,
-                               l->window, 0, 1, b->part_acc, b->part_ml, b->out, s);
+                               l->window, 0, b->mode, b->part_acc, b->part_ml, b->out, s);
     if (merge) kern_attention_merge(b->part_acc, b->part_ml, b->R, l->n_heads, l->D, b->out, &kv, s);
     else kern_kv_store(&kv, b->R, s);
 }
@@ -159,16 +165,45 @@ int main(int argc, char **argv)
             if (argc == 5 && (strcmp(argv[1], l->what) || atoi(argv[2]) != c->streams || atoi(argv[3]) != c->ctx ||
                               atoi(argv[4]) != c->rows))
                 continue;
-            bufs_make(&b, l, c);
+            bufs_make(&b, l, c, KERN_ATTN_NARROW);
             struct layer_run run = {&b, l, s};
             double us = bench_cuda_median_us(layer_launch, &run, b.copies, LAUNCHES, s);
             int seen = l->is_full || c->ctx < l->window ? c->ctx : l->window;
             double bytes = 2.0 * c->streams * (double)seen * l->n_kv * l->D * 2;
             printf("| %s | %d | %d | %d | %d | %.1f | %.1f | %.0f | %.0f |\n", l->what, c->streams, c->ctx, c->rows,
-                   kern_attention_groups(b.n_tiles_host, l->n_kv, 1), us, bytes / 1e6, bytes / (us * 1e-6) / 1e9,
+                   kern_attention_groups(b.n_tiles_host, l->n_kv, l->D, KERN_ATTN_NARROW), us, bytes / 1e6, bytes / (us * 1e-6) / 1e9,
                    100.0 * bytes / (us * 1e-6) / rate);
             fflush(stdout);
             bufs_free(&b);
+        }
+    }
+    printf("\n| layer | prompt rows | context before them | kernel | µs | TFLOP/s |\n|---|---|---|---|---|---|\n");
+    for (size_t li = 0; li < sizeof SHAPES / sizeof *SHAPES; li++) {
+        const struct layer_shape *l = &SHAPES[li];
+        for (size_t ci = 0; ci < sizeof PROMPT_CASES / sizeof *PROMPT_CASES; ci++) {
+            const struct bench_case *c = &PROMPT_CASES[ci];
+            if (argc == 5 && (strcmp(argv[1], l->what) || atoi(argv[2]) != c->streams || atoi(argv[3]) != c->ctx ||
+                              atoi(argv[4]) != c->rows))
+                continue;
+            double keys = 0; /* visible (row, key) pairs */
+            for (int i = 0; i < c->rows; i++) {
+                int p = c->ctx + i;
+                keys += l->is_full || p + 1 < l->window ? p + 1 : l->window;
+            }
+            int was = kern_attention_wg();
+            for (int wg = 0; wg <= 1; wg++) {
+                struct attn_bufs b;
+                kern_set_attention_wg(wg);
+                bufs_make(&b, l, c, KERN_ATTN_PROMPT);
+                struct layer_run run = {&b, l, s};
+                double us = bench_cuda_median_us(layer_launch, &run, b.copies, LAUNCHES, s);
+                printf("| %s | %d | %d | %s | %.1f | %.1f |\n", l->what, c->rows, c->ctx,
+                       wg ? "warpgroups (attention_wg.cu)" : "8 warps (attention.cu)", us,
+                       4.0 * l->D * l->n_heads * keys / (us * 1e-6) / 1e12);
+                fflush(stdout);
+                bufs_free(&b);
+            }
+            kern_set_attention_wg(was);
         }
     }
     BENCH_CUDA_CHECK(cudaStreamDestroy(s));

@@ -49,6 +49,11 @@
 #       (G4_PENDING_ENGINE; default the tail up to 4 rows),
 #       the products table, and the 12B's decode by setting (G4_PENDING_DECODE; default, to 4 streams: the
 #       defaults, the tail at 1 and at 4 rows, the defaults again; to 64: the defaults).
+#   sh tests/gpu/pending.sh wg [OUT_DIR]
+#       the warpgroup prompt attention (attention_wg.cu): test_cuda_attention (every kernel and split
+#       bit-identical, close to double precision), the engine test and memcheck, bench_cuda_attention (its prompt
+#       table: both kernels on 1,024-row chunks), then the 12-layer 12B's prefill up to 8k with the kernel off
+#       and on, twice, alternating.
 #   sh tests/gpu/pending.sh kernels1 [OUT_DIR]
 #       every kernel of about two graphed one-stream decode steps, each timed alone by ncu, as a table by
 #       kernel (tests/gpu/kernel_times.py): which of the ~400 launches a step are far from their bytes' time.
@@ -247,12 +252,25 @@ tail)
         note "$s: $(grep -E '^\| 1 row \|' "$out/$n.log")"
     done
     ;;
+wg)
+    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
+    step attention_test 120 env G4_REQUIRE_GPU=1 "$b/tests/test_cuda_attention"
+    step engine 200 env G4_GPU_TESTS="engine memcheck" sh "$here/run.sh" "$out/engine"
+    step attention 90 "$b/bench/bench_cuda_attention"
+    note "$(grep -E '^\| (sliding|full) \| 1024 \|' "$out/attention.log")"
+    for s in G4_CUDA_ATTN_WG=0 - G4_CUDA_ATTN_WG=0 -; do
+        n=prefill_$(echo "$s" | tr -c 'A-Za-z0-9_\n' _)_$(date +%s)
+        step "$n" 120 env $(echo "$s" | sed 's/^-$//') "$b/g4" bench --model /dev/shm/g4-12b-12 --shape 12b \
+            --layers 12 --max-streams 1 --prefill-only --max-prefill 8192
+        note "$s: $(grep -E '^\| (512|2048|8192) \||first token' "$out/$n.log" | tr '\n' ' ')"
+    done
+    ;;
 kernels1)
     nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
     kernels1
     ;;
 *)
-    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|rows|prompt|decode|next|merge|tail|kernels1 [OUT_DIR]" >&2
+    echo "usage: sh tests/gpu/pending.sh check|time|quick|costs|rows|prompt|decode|next|merge|tail|wg|kernels1 [OUT_DIR]" >&2
     exit 2
     ;;
 esac

@@ -3,10 +3,11 @@
 # runtime libraries the build machine collected (sh ../shared/tools/device-runtime-libs.sh .devlibs):
 #   [G4_TOKENIZER=tokenizer.json[.gz]] sh tests/gpu/run.sh [OUT_DIR]
 # Runs the matrix-product test at the real 12B/31B shapes (decode and prompt kernels bit-identical, close to
+# double precision), the attention test (every kernel and split bit-identical at the 12B's layer shapes, close to
 # double precision), the CUDA engine tests (bf16 error against the CPU path, row-exactness) on the tiny
 # fixtures and on the "wide" model it writes (real head dims, K segments, 700 positions), then
 # compute-sanitizer memcheck on the engine test (tiny fixtures) when it is installed. Prints one closing line
-# `N passed, N failed`. G4_GPU_TESTS picks some of them (default "kernels engine memcheck"); the tuning
+# `N passed, N failed`. G4_GPU_TESTS picks some of them (default "kernels attention engine memcheck"); the tuning
 # settings in the environment (G4_CUDA_*) reach every program.
 set -u
 out=${1:-/tmp/g4-gpu}
@@ -30,8 +31,9 @@ b=${G4_BUILD:-build}
 export G4_REQUIRE_GPU=1 # here a missing GPU is a failure, not test_cuda_engine's SKIP-NO-GPU
 wide=${G4_CUDA_WIDE_MODEL:-/tmp/g4-wide}
 [ -f "$wide/config.json" ] || "$b/g4" make-tiny-model "$wide" --shape wide >/dev/null
-tests=" ${G4_GPU_TESTS:-kernels engine memcheck} "
+tests=" ${G4_GPU_TESTS:-kernels attention engine memcheck} "
 case $tests in *" kernels "*) run cuda_kernels "$b/tests/test_cuda_kernels" ;; esac
+case $tests in *" attention "*) run cuda_attention "$b/tests/test_cuda_attention" ;; esac
 if [ -n "${G4_TOKENIZER:-}" ]; then # the demo model (head dim 16) needs the real tokenizer, json or json.gz
     demo=/tmp/g4-demo
     if [ ! -f "$demo/config.json" ]; then

@@ -18,7 +18,8 @@
  *               and beside other streams in the same steps (as a decode window and among decode rows); a
  *               long prompt in chunks of 512 (prompt GEMM) equals it in chunks of 3 (decode GEMM); the last
  *               row's logits alone (the last layer then runs past its attention on that row only) equal that
- *               row of the whole prompt's.
+ *               row of the whole prompt's; prompt chunks equal with the warpgroup attention kernel on and off
+ *               (the wide model's head dims 256 and 512; single rows, on attention.cu's kernels, against both).
  *   draws:      the tokens the engine draws (candidates selected on the device) equal samp_sample's on the
  *               logits of the same step. */
 #include <cJSON.h>
@@ -29,7 +30,7 @@
 #include "model/model.h"
 #include "test.h"
 #ifdef G4_HAVE_CUDA
-#include "kernels.h" /* kern_attention_force_partial_groups, kern_set_early_loads, kern_set_merge_wide */
+#include "kernels.h" /* kern_attention_force_partial_groups, kern_set_early_loads, kern_set_merge_wide, ... */
 #endif
 
 #define FIXTURES "tests/fixtures/engine"
@@ -359,6 +360,20 @@ static void check_prompt(const char *name, struct g4_model *m, const int32_t *id
                !memcmp(g1, single, (size_t)T * V * 4) ? "bit-identical" : "DIFFER");
         free(chunk);
         free(single);
+    }
+    {
+        /* prompt chunks' attention on the warpgroup kernel (attention_wg.cu, head dims 256 and 512) flipped from
+         * this run's setting: the same bits (single rows never take it) */
+        int was = kern_attention_wg();
+        float *chunk;
+        kern_set_attention_wg(!was);
+        chunk = prompt_logits(m, ENGINE_CUDA, ENGINE_FP32, ids, T, ENGINE_CHUNK_ROWS);
+        kern_set_attention_wg(was);
+        EXPECTF(!memcmp(gpu, chunk, (size_t)T * V * 4), "%s: warpgroup attention %s: one chunk differs", name,
+                was ? "off" : "on");
+        printf("  %-7s warpgroup attention %s = %s: one chunk %s\n", name, was ? "off" : "on", was ? "on" : "off",
+               !memcmp(gpu, chunk, (size_t)T * V * 4) ? "bit-identical" : "DIFFER");
+        free(chunk);
     }
     {
         /* the merge's block width (kernels.h) forced narrow, then wide, against this run's mode (by rows, unless

@@ -80,7 +80,8 @@ float *cuda_upload_f32(struct cuda_engine *e, float *host, size_t count)
 static int tile_set_for(struct cuda_engine *e, const struct cfg_layer *cl, char *err)
 {
     int D = cl->head_dim, G = cl->n_heads / cl->n_kv_heads;
-    if (kern_attention_tile_rows(D, G, 0) == 0 || kern_attention_tile_rows(D, G, 1) == 0)
+    if (kern_attention_tile_rows(D, G, KERN_ATTN_WIDE) == 0 || kern_attention_tile_rows(D, G, KERN_ATTN_NARROW) == 0 ||
+        kern_attention_tile_rows(D, G, KERN_ATTN_PROMPT) == 0)
         return g4_errf(err, "cuda engine: %d query heads per kv head at head dim %d are not supported", G, D);
     for (int i = 0; i < e->n_tile_sets; i++)
         if (e->tile_d[i] == D && e->tile_group[i] == G && e->tile_kv[i] == cl->n_kv_heads) return i;

@@ -106,7 +106,7 @@ struct cuda_engine {
     int tile_d[CUDA_TILE_SETS], tile_group[CUDA_TILE_SETS], n_tile_sets; /* head dim, group of each list */
     int tile_kv[CUDA_TILE_SETS];   /* kv heads of each list's layers */
     int tile_rows[CUDA_TILE_SETS]; /* rows per attention tile of each list in this pass */
-    int decode_pass;               /* this pass has 4 … CUDA_GRAPH_MAX_ROWS rows: narrow attention blocks */
+    int attn_mode;                 /* KERN_ATTN_*: narrow for 4 … CUDA_GRAPH_MAX_ROWS rows, prompt past them */
     /* the draws (cuda_sample.c): per logits row what to select, the selected candidates, and for rows
      * drawn on the host (top_k off or over KERN_TOPK_MAX) their whole logits */
     struct kern_select_row *select, *h_select;

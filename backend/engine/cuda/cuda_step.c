@@ -46,10 +46,11 @@ static int stage_rows(struct cuda_engine *e, const struct engine_item *items, in
     }
     G4_CHECK(R <= e->max_rows && img <= e->image_rows_cap, "pass of %d rows over %d", R, e->max_rows);
     /* narrow attention blocks (two per SM) pay where a pass has several decode rows; one row's few CTAs run
-     * better wide. A function of R: a graph of R rows replays the same tiles. */
-    e->decode_pass = R >= 4 && R <= CUDA_GRAPH_MAX_ROWS;
+     * better wide; passes past a graph's rows are prompt chunks (the warpgroup kernel). A function of R: a
+     * graph of R rows replays the same tiles. */
+    e->attn_mode = R > CUDA_GRAPH_MAX_ROWS ? KERN_ATTN_PROMPT : R >= 4 ? KERN_ATTN_NARROW : KERN_ATTN_WIDE;
     for (int t = 0; t < e->n_tile_sets; t++) {
-        e->tile_rows[t] = kern_attention_tile_rows(e->tile_d[t], e->tile_group[t], e->decode_pass);
+        e->tile_rows[t] = kern_attention_tile_rows(e->tile_d[t], e->tile_group[t], e->attn_mode);
         struct kern_tile *tiles = e->h_tiles + (size_t)t * e->max_rows;
         int n = 0, base = 0;
         for (int i = 0; i < n_items; i++) {
@@ -117,7 +118,7 @@ static void attend(struct cuda_engine *e, const struct cuda_layer *l, int R, int
                                e->tiles + (size_t)ts * e->max_rows, e->n_tiles + ts, graphed ? R : e->h_n_tiles[ts],
                                e->h_n_tiles[ts], R,
                                c->n_heads, c->n_kv_heads, c->head_dim, l->cap, c->is_full, c->window, mask_all,
-                               e->decode_pass, e->part_acc, e->part_ml, e->o, s);
+                               e->attn_mode, e->part_acc, e->part_ml, e->o, s);
     cuda_prof_mark(e, c->is_full ? PROF_ATTN_FULL : PROF_ATTN_SLIDING);
     if (merge) { /* the merge stores the new keys and values too (attention has read the caches) */
         kern_attention_merge(e->part_acc, e->part_ml, R, c->n_heads, c->head_dim, e->o, &kv, s);
@@ -241,7 +242,8 @@ static void enqueue_pass(struct cuda_engine *e, int R, int L, int graphed)
 static void pass_split(const struct cuda_engine *e, int split[CUDA_TILE_SETS])
 {
     memset(split, 0, CUDA_TILE_SETS * sizeof *split);
-    for (int t = 0; t < e->n_tile_sets; t++) split[t] = kern_attention_groups(e->h_n_tiles[t], e->tile_kv[t], e->decode_pass);
+    for (int t = 0; t < e->n_tile_sets; t++)
+        split[t] = kern_attention_groups(e->h_n_tiles[t], e->tile_kv[t], e->tile_d[t], e->attn_mode);
 }
 
 /* A decode pass (few rows, no images, nothing but candidates copied out) is replayed from a CUDA graph: the
