@@ -27,7 +27,9 @@
 #       G4_PENDING_PROFILE=0) `g4 bench --prefill-only` up to 8k with G4_CUDA_PROFILE=1 (time by kind of
 #       kernel) and ncu (--set full, the SASS page as CSV, its stalls summed by sass_stalls.py) of one prompt
 #       attention launch of each layer kind: sliding (head dim 256) in the second 1,024-row chunk of the 2k
-#       prompt, full (512) in the last chunk of the 8k prompt.
+#       prompt, full (512) in the last chunk of the 8k prompt. The kernel profiled is attention_wg.cu's (the
+#       default for prompt passes since version 13.7); G4_PENDING_ATTN_KERNEL=attention_kernel with
+#       G4_CUDA_ATTN_WG=0 profiles attention.cu's 8-warp kernel instead.
 #   sh tests/gpu/pending.sh decode [OUT_DIR]
 #       where a decode step's attention goes: the engine test (bits), bench_cuda_attention, the whole 12B's
 #       decode up to 16 streams (bench.sh 12b 512 0 16), then ncu (--set full, the SASS page as CSV)
@@ -167,11 +169,12 @@ prompt)
     done
     if [ "${G4_PENDING_PROFILE:-1}" != 0 ]; then
         step profile 150 env G4_CUDA_PROFILE=1 "$b/g4" bench $m12 --max-prefill 8192
-        # launches of attention_kernel<D, 8, ...> with --prefill-only: 10 sliding and 2 full layers a 1,024-row
+        # launches of the prompt attention kernel with --prefill-only: 10 sliding and 2 full layers a 1,024-row
         # chunk; the 512 prompt is one chunk, the 2k two, the 8k eight
+        kname=${G4_PENDING_ATTN_KERNEL:-attention_wg_kernel}
         for k in "256 20 2048" "512 20 8192"; do
             set -- $k
-            step "ncu_$1" 200 ncu --kernel-name-base demangled --kernel-name "regex:attention_kernel<\\(int\\)$1, \\(int\\)8>" \
+            step "ncu_$1" 200 ncu --kernel-name-base demangled --kernel-name "regex:$kname<\\(int\\)$1, " \
                 --launch-skip "$2" --launch-count 1 --set full --import-source yes -f -o "$out/prompt$1" \
                 "$b/g4" bench $m12 --max-prefill "$3"
             ncu_pages "prompt$1"
