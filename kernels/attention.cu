@@ -464,6 +464,18 @@ const CUtensorMap *attn_box_map(const uint16_t *p, int kvd, kern_stream s)
     return dev + n++;
 }
 
+struct attn_maps attn_maps_of(const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
+                              const uint16_t *cache_v, int kvd, kern_stream s)
+{
+    return {attn_box_map(k_new, kvd, s), attn_box_map(v_new, kvd, s), attn_box_map(cache_k, kvd, s),
+            attn_box_map(cache_v, kvd, s)};
+}
+
+int attn_early_mode(void)
+{
+    return kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0;
+}
+
 // Whether the 8-warp kernel loads keys and values by tensor boxes (load_block_box) at head dims of 64 or more:
 // G4_CUDA_ATTN_PROMPT_BOXES=1, default 0, or kern_set_attention_prompt_boxes. A tuning knob: the same bytes
 // land either way.
@@ -490,15 +502,11 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
         KERN_CHECK(cudaFuncSetAttribute(attention_kernel<D, W, BOX>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         configured = true;
     }
-    struct attn_maps maps = {NULL, NULL, NULL, NULL};
-    if (BOX) {
-        const int kvd = n_kv * D;
-        maps.k_new = attn_box_map(k_new, kvd, s), maps.v_new = attn_box_map(v_new, kvd, s);
-        maps.cache_k = attn_box_map(cache_k, kvd, s), maps.cache_v = attn_box_map(cache_v, kvd, s);
-    }
+    const struct attn_maps maps =
+        BOX ? attn_maps_of(k_new, v_new, cache_k, cache_v, n_kv * D, s) : attn_maps{NULL, NULL, NULL, NULL};
     kern_launch(attention_kernel<D, W, BOX>, dim3(max_tiles, n_kv, wz), dim3(32 * W), smem, s, q, k_new, v_new, cache_k,
                 cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc, part_ml, out,
-                kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0,
+                attn_early_mode(),
                 maps);
     KERN_LAUNCHED();
 }

@@ -339,6 +339,11 @@ __device__ __forceinline__ void slots_of(const struct kern_row *meta, const stru
 // name when positive, else fallback.
 const CUtensorMap *attn_box_map(const uint16_t *p, int kvd, kern_stream s);
 double attn_env_positive(const char *name, double fallback);
+// The four maps of a launch with boxes (the step's new keys and values, the layer's caches), and the `early`
+// argument every attention kernel takes (kernels.h, early loads: 0 none, 1 before the wait, 2 after it).
+struct attn_maps attn_maps_of(const uint16_t *k_new, const uint16_t *v_new, const uint16_t *cache_k,
+                              const uint16_t *cache_v, int kvd, kern_stream s);
+int attn_early_mode(void);
 
 // attention_wg.cu: the CTAs its kernel gives a (tile, kv head) at head dim D (1 or 2), 0 where it has none;
 // and its launch, kern_attention's arguments (wz: CTAs sharing a tile's partials, as partial_groups chose for

@@ -233,13 +233,9 @@ static void launch(const uint16_t *q, const uint16_t *k_new, const uint16_t *v_n
                                         S::SMEM));
         configured = true;
     }
-    const int kvd = n_kv * D;
-    const struct attn_maps maps = {attn_box_map(k_new, kvd, s), attn_box_map(v_new, kvd, s),
-                                   attn_box_map(cache_k, kvd, s), attn_box_map(cache_v, kvd, s)};
     kern_launch(attention_wg_kernel<D, PV_MMA>, dim3(max_tiles, n_kv * S::SPLIT, wz), dim3(256), S::SMEM, s, q, k_new, v_new,
                 cache_k, cache_v, meta, tiles, n_tiles, n_heads, n_kv, cap, is_full, window, mask_all, part_acc,
-                part_ml, out, kern_early_loads(KERN_EARLY_ATTENTION) ? (kern_early_loads(KERN_EARLY_ATTN_AFTER_WAIT) ? 2 : 1) : 0,
-                maps);
+                part_ml, out, attn_early_mode(), attn_maps_of(k_new, v_new, cache_k, cache_v, n_kv * D, s));
     KERN_LAUNCHED();
 }
 
