@@ -267,12 +267,7 @@ __global__ void __launch_bounds__(32 * W, 1) attention_kernel(
             if (more) load(true, next.lb, lo, hi, LOAD_ALL);
             // the mask and the block maximum of each of the two slots over the group's warps (any order)
             float bm[2];
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                bm[h] = block_mask_max<NT>(sc, h, sl[h], meta, m0, kb0, kw0, t, is_full, window, mask_all);
-                bm[h] = fmaxf(bm[h], __shfl_xor_sync(0xffffffffu, bm[h], 1));
-                bm[h] = fmaxf(bm[h], __shfl_xor_sync(0xffffffffu, bm[h], 2));
-            }
+            slots_block_max<NT>(sc, sl, meta, m0, kb0, kw0, t, is_full, window, mask_all, bm);
             if constexpr (S::PARTS > 1) {
                 if (t == 0) red_max[grp][dpart][g] = bm[0], red_max[grp][dpart][g + 8] = bm[1];
                 group_sync<S::PARTS>(grp);

@@ -99,6 +99,37 @@ __device__ __forceinline__ float block_mask_max(float (*sc)[4], int h, const str
     return bm;
 }
 
+// block_mask_max for both of a thread's slots, each then over the slot's 4 lanes (xor 1, 2) into bm[h]; the
+// callers take the maximum over the warps that share the slots (a maximum: any order).
+template <int NT>
+__device__ __forceinline__ void slots_block_max(float (*sc)[4], const struct slot_info *sl, const struct kern_row *meta,
+                                                const struct kern_row &m0, int kb0, int k0, int t, int is_full,
+                                                int window, int mask_all, float *bm)
+{
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+        bm[h] = block_mask_max<NT>(sc, h, sl[h], meta, m0, kb0, k0, t, is_full, window, mask_all);
+        bm[h] = fmaxf(bm[h], __shfl_xor_sync(0xffffffffu, bm[h], 1));
+        bm[h] = fmaxf(bm[h], __shfl_xor_sync(0xffffffffu, bm[h], 2));
+    }
+}
+
+// The queries of a warpgroup kernel's 64 slots (slot s: row s / G of the tile, query head kvh * G + s % G; zeros
+// past the tile's n_slots) into D / 64 swizzled chunks of 64 slots x 128 bytes, the scores' A operand: 16-byte
+// cp.async pieces from every thread, committed as one group (the caller waits, then fences for wgmma).
+template <int D>
+__device__ __forceinline__ void load_queries_wg(unsigned char *qbuf, const uint16_t *q, const struct kern_tile &tile,
+                                                int G, int n_heads, int kvh, int n_slots)
+{
+    for (int i = threadIdx.x; i < 64 * (D / 8); i += blockDim.x) {
+        const int s = i / (D / 8), u = i % (D / 8);
+        const bool ok = s < n_slots;
+        const uint16_t *src = q + ((size_t)(tile.row0 + (ok ? s / G : 0)) * n_heads + kvh * G + (ok ? s % G : 0)) * D + u * 8;
+        cp_async16(qbuf + (u >> 3) * (64 * 128) + tma_swizzled(s, u & 7), src, ok);
+    }
+    cp_async_commit();
+}
+
 // p = exp(s - mn) in place for slot h's elements (mn: the running maximum with this block's) and their sums:
 // the lane's tiles in order, in SUB runs of NT / SUB tiles (a run is one warp's keys in attention.cu's order of
 // parts), each run's sum then over the slot's 4 lanes (xor 1, 2).

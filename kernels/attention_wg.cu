@@ -84,15 +84,8 @@ __global__ void __launch_bounds__(256, 1) attention_wg_kernel(
     // the (partial, block) pairs in attention.cu's order and pipeline: the next pair's keys load while this
     // pair's weights and products run, its values while the scores run
     if (early) early_first_pair(load, &range_lo, &range_hi, WZ, early); // the first pair before the wait
-    // the queries of the 64 slots (slot s: row s / G of the tile, head kvh * G + s % G; zeros past the tile)
-    // into swizzled chunks of 64 dimensions, the A operand of the scores
-    for (int i = threadIdx.x; i < 64 * (D / 8); i += blockDim.x) {
-        const int s = i / (D / 8), u = i % (D / 8);
-        const bool ok = s < n_slots;
-        const uint16_t *src = q + ((size_t)(tile.row0 + (ok ? s / G : 0)) * n_heads + kvh * G + (ok ? s % G : 0)) * D + u * 8;
-        cp_async16(qbuf + (u >> 3) * (64 * 128) + tma_swizzled(s, u & 7), src, ok);
-    }
-    cp_async_commit();
+    // the queries of the 64 slots, the A operand of the scores
+    load_queries_wg<D>(qbuf, q, tile, G, n_heads, kvh, n_slots);
     __syncthreads();
     const int lo = range_lo, hi = range_hi;
     const int b_first = lo / KB, b_last = hi / KB;
@@ -135,12 +128,7 @@ __global__ void __launch_bounds__(256, 1) attention_wg_kernel(
             if (more) load(true, next.lb, lo, hi, LOAD_ALL);
             // the mask and each slot's block maximum over both warpgroups (a maximum: any order)
             float bm[2];
-#pragma unroll
-            for (int h = 0; h < 2; h++) {
-                bm[h] = block_mask_max<4>(sc, h, sl[h], meta, m0, kb0, 32 * wg, t, is_full, window, mask_all);
-                bm[h] = fmaxf(bm[h], __shfl_xor_sync(0xffffffffu, bm[h], 1));
-                bm[h] = fmaxf(bm[h], __shfl_xor_sync(0xffffffffu, bm[h], 2));
-            }
+            slots_block_max<4>(sc, sl, meta, m0, kb0, 32 * wg, t, is_full, window, mask_all, bm);
             if (t == 0) red_max[wg][s0] = bm[0], red_max[wg][s0 + 8] = bm[1];
             __syncthreads();
 #pragma unroll
